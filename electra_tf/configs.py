@@ -1,0 +1,375 @@
+"""Model, pre-training and fine-tuning configurations with the reference's defaults.
+
+Mirrors ``configure_pretraining.py`` / ``configure_finetuning.py`` and ``get_bert_config`` of
+google-research/electra; see ``docs/hparams.md`` for every field. User overrides are applied before and
+after the size/task defaults (as the reference does), so a value the user gives always wins.
+"""
+
+import dataclasses
+import os
+import typing
+
+from electra_tf.hparams import HParamError, HParams, field
+
+MODEL_SIZES = ("small", "base", "large")
+# Named presets: a size plus pre-training settings. "small++" is the released ELECTRA-Small, whose
+# generator is as wide as the discriminator (reference README, google-research/electra issue #39).
+PRESETS = ("small", "small++", "base", "large")
+
+_SIZE_DIMS = {"small": (256, 12), "base": (768, 12), "large": (1024, 24)}
+
+
+@dataclasses.dataclass
+class ModelConfig(HParams):
+  """Transformer dimensions: the reference's ``BertConfig`` plus the embedding size."""
+  vocab_size: int = field(30522, "rows of the word-embedding table", min=1)
+  hidden_size: int = field(256, "transformer width H", min=1)
+  num_hidden_layers: int = field(12, "number of transformer layers L", min=0)
+  num_attention_heads: int = field(4, "attention heads (H must divide evenly)", min=1)
+  intermediate_size: int = field(1024, "feed-forward width", min=1)
+  hidden_act: str = field("gelu", "feed-forward activation", choices=("gelu", "relu", "tanh"))
+  hidden_dropout_prob: float = field(0.1, "dropout on embeddings and residual branches", min=0.0, max=0.99)
+  attention_probs_dropout_prob: float = field(0.1, "dropout on attention probabilities", min=0.0, max=0.99)
+  max_position_embeddings: int = field(512, "rows of the position table", min=1)
+  type_vocab_size: int = field(2, "rows of the token-type table", min=1)
+  initializer_range: float = field(0.02, "stddev of the truncated-normal initializer", min=0.0)
+  embedding_size: typing.Optional[int] = field(None, "embedding width E (null = hidden_size)", min=1)
+
+  def __post_init__(self):
+    if self.embedding_size is None:
+      self.embedding_size = self.hidden_size
+
+  def validate(self):
+    if self.hidden_size % self.num_attention_heads:
+      raise HParamError(f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads "
+                        f"{self.num_attention_heads}")
+    return self
+
+
+def model_config_for_size(model_size: str, vocab_size: int = 30522, embedding_size=None,
+                          overrides: typing.Optional[dict] = None) -> ModelConfig:
+  """The reference's ``get_bert_config``: size -> H/L, then heads = max(1, H//64) and FFN = 4H."""
+  if model_size not in _SIZE_DIMS:
+    raise HParamError(f"model_size {model_size!r} is not one of {', '.join(MODEL_SIZES)}")
+  hidden, layers = _SIZE_DIMS[model_size]
+  overrides = dict(overrides or {})
+  cfg = ModelConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers)
+  cfg.update(overrides)  # a user-given width drives the derived heads / FFN below
+  cfg.num_attention_heads = max(1, cfg.hidden_size // 64)
+  cfg.intermediate_size = 4 * cfg.hidden_size
+  cfg.embedding_size = embedding_size or cfg.hidden_size
+  cfg.update(overrides)
+  return cfg.validate()
+
+
+def generator_model_config(disc: ModelConfig, hidden_fraction: float, layer_fraction: float) -> ModelConfig:
+  """The reference's ``get_generator_config``: width and depth scaled, heads/FFN re-derived."""
+  gen = dataclasses.replace(disc)
+  gen.hidden_size = int(round(disc.hidden_size * hidden_fraction))
+  gen.num_hidden_layers = int(round(disc.num_hidden_layers * layer_fraction))
+  gen.intermediate_size = 4 * gen.hidden_size
+  gen.num_attention_heads = max(1, gen.hidden_size // 64)
+  if gen.hidden_size < 1:
+    raise HParamError(f"generator_hidden_size {hidden_fraction} gives a generator of width 0")
+  return gen.validate()
+
+
+@dataclasses.dataclass
+class PretrainingConfig(HParams):
+  """Every pre-training option of the reference (section 2 of the spec) plus this port's additions."""
+  model_name: str = field("electra_small", "model directory name under <data_dir>/models")
+  data_dir: str = field("", "root holding pretrain_tfrecords/, vocab.txt and models/")
+  debug: bool = field(False, "tiny model, few steps (reference debug mode)")
+  do_train: bool = field(True, "pre-train")
+  do_eval: bool = field(False, "evaluate generator and discriminator")
+
+  # objectives
+  electra_objective: bool = field(True, "replaced token detection; false gives BERT-style MLM")
+  electric_objective: bool = field(False, "ELECTRIC (energy-based cloze) objective")
+  gen_weight: float = field(1.0, "weight of the generator (MLM) loss", min=0.0)
+  disc_weight: float = field(50.0, "weight of the discriminator loss", min=0.0)
+  mask_prob: float = field(0.15, "fraction of tokens masked", min=0.0, max=1.0, min_exclusive=True)
+
+  # optimisation
+  learning_rate: float = field(5e-4, "peak learning rate", min=0.0)
+  lr_decay_power: float = field(1.0, "polynomial decay power (1 = linear)", min=0.0)
+  weight_decay_rate: float = field(0.01, "decoupled weight decay", min=0.0)
+  num_warmup_steps: int = field(10000, "steps of multiplicative warmup", min=0)
+
+  # loop
+  iterations_per_loop: int = field(200, "steps per compiled call", min=1)
+  save_checkpoints_steps: int = field(1000, "checkpoint interval in steps", min=1)
+  num_train_steps: int = field(1000000, "total training steps (the LR reaches 0 here)", min=1)
+  num_eval_steps: int = field(100, "batches per evaluation", min=1)
+  keep_checkpoint_max: int = field(5, "checkpoints kept", min=1)
+
+  # model
+  model_size: str = field("small", "transformer size", choices=MODEL_SIZES)
+  model_hparam_overrides: dict = field(None, "overrides of ModelConfig fields", default_factory=dict)
+  embedding_size: typing.Optional[int] = field(None, "embedding width (null = hidden; 128 for small)", min=1)
+  vocab_size: int = field(30522, "vocabulary size", min=1)
+  do_lower_case: bool = field(True, "lowercase input text")
+
+  # generator
+  uniform_generator: bool = field(False, "generator samples uniformly at random")
+  two_tower_generator: bool = field(False, "two-tower cloze generator (forced on for ELECTRIC)")
+  untied_generator_embeddings: bool = field(False, "generator gets its own embedding tables")
+  untied_generator: bool = field(True, "generator has its own transformer weights")
+  generator_layers: float = field(1.0, "generator depth as a fraction of the discriminator's", min=0.0,
+                                  min_exclusive=True)
+  generator_hidden_size: float = field(0.25, "generator width as a fraction of the discriminator's",
+                                       min=0.0, min_exclusive=True)
+  disallow_correct: bool = field(False, "never sample the original token")
+  temperature: float = field(1.0, "generator sampling temperature", min=0.0, min_exclusive=True)
+
+  # batches
+  max_seq_length: int = field(128, "tokens per example", min=5, max=512)
+  train_batch_size: int = field(128, "global training batch", min=1)
+  eval_batch_size: int = field(128, "global evaluation batch", min=1)
+
+  # TPU (reference names)
+  use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
+  num_tpu_cores: int = field(1, "TPU cores", min=1)
+  tpu_job_name: typing.Optional[str] = field(None, "TPU job name")
+  tpu_name: typing.Optional[str] = field(None, "Cloud TPU name or grpc address")
+  tpu_zone: typing.Optional[str] = field(None, "Cloud TPU zone")
+  gcp_project: typing.Optional[str] = field(None, "GCP project")
+
+  # paths (derived from data_dir / model_name unless given)
+  pretrain_tfrecords: typing.Optional[str] = field(None, "comma-separated TFRecord globs")
+  vocab_file: typing.Optional[str] = field(None, "WordPiece vocab (or a SentencePiece .model)")
+  model_dir: typing.Optional[str] = field(None, "checkpoints and results")
+  results_txt: typing.Optional[str] = field(None, "evaluation results, text")
+  results_pkl: typing.Optional[str] = field(None, "evaluation results, pickle")
+
+  # additions of this port (not in the reference)
+  strategy: str = field("auto", "distribution strategy",
+                        choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
+  mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
+  use_xla: bool = field(False, "XLA-compile the replica step")
+  seed: int = field(0, "seed for initialisation, masking, sampling and dropout", min=0)
+  init_checkpoint: typing.Optional[str] = field(None, "initialise weights only (fresh optimizer and step)")
+  eval_every_steps: int = field(0, "also evaluate on the held-out split every N steps (0 = never)", min=0)
+  log_every_steps: int = field(0, "extra log lines within a loop (0 = one per loop)", min=0)
+  max_predictions_per_seq: int = field(19, "derived: int((mask_prob + 0.005) * max_seq_length)", min=1)
+
+  @classmethod
+  def create(cls, model_name: str = "electra_small", data_dir: str = "", preset: typing.Optional[str] = None,
+             **overrides) -> "PretrainingConfig":
+    """Builds a config the reference's way: overrides, size/debug defaults, overrides again."""
+    if "max_predictions_per_seq" in overrides:
+      raise HParamError("hparam 'max_predictions_per_seq' is derived from mask_prob and max_seq_length "
+                        "and cannot be set")
+    if preset is not None and preset not in PRESETS:
+      raise HParamError(f"model size {preset!r} is not one of {', '.join(PRESETS)}")
+    cfg = cls(model_name=model_name, data_dir=data_dir)
+    if preset is not None:
+      cfg.model_size = "small" if preset == "small++" else preset
+    cfg.update(overrides)
+    if cfg.debug:
+      cfg.train_batch_size, cfg.num_train_steps, cfg.eval_batch_size = 8, 20, 4
+      cfg.iterations_per_loop, cfg.num_eval_steps = 1, 2
+    _apply_size_defaults(cfg, preset or cfg.model_size)
+    cfg.update(overrides)
+    if cfg.electric_objective:
+      cfg.two_tower_generator = True
+    cfg.max_predictions_per_seq = int((cfg.mask_prob + 0.005) * cfg.max_seq_length)
+    cfg._derive_paths()
+    return cfg
+
+  def _derive_paths(self):
+    self.pretrain_tfrecords = self.pretrain_tfrecords or os.path.join(
+        self.data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*")
+    self.vocab_file = self.vocab_file or os.path.join(self.data_dir, "vocab.txt")
+    self.model_dir = self.model_dir or os.path.join(self.data_dir, "models", self.model_name)
+    results = os.path.join(self.model_dir, "results")
+    self.results_txt = self.results_txt or os.path.join(results, "unsup_results.txt")
+    self.results_pkl = self.results_pkl or os.path.join(results, "unsup_results.pkl")
+
+  def discriminator_config(self) -> ModelConfig:
+    overrides = dict(self.model_hparam_overrides)
+    if self.debug:  # the reference's debug model
+      overrides = {"num_hidden_layers": 3, "hidden_size": 144, "intermediate_size": 576,
+                   "num_attention_heads": 4, **overrides}
+    return model_config_for_size(self.model_size, self.vocab_size, self.embedding_size, overrides)
+
+  def generator_config(self) -> ModelConfig:
+    disc = self.discriminator_config()
+    if not self.untied_generator or not (self.electra_objective or self.electric_objective):
+      return disc  # one full-size network does both jobs
+    gen = generator_model_config(disc, self.generator_hidden_size, self.generator_layers)
+    if self.untied_generator_embeddings:  # its own tables at its own width, so no projection
+      gen.embedding_size = gen.hidden_size
+    return gen
+
+
+def _apply_size_defaults(cfg: PretrainingConfig, preset: str):
+  """Per-size settings. Small is what the reference's code applies; base and large follow the block the
+  reference leaves commented out (paper Table 6), so ``--model-size base`` trains the published recipe."""
+  if cfg.model_size == "small":
+    cfg.embedding_size = 128
+    if preset == "small++":
+      cfg.generator_hidden_size = 1.0
+  elif cfg.model_size in ("base", "large"):
+    cfg.max_seq_length = 512
+    cfg.learning_rate = 2e-4
+    if cfg.model_size == "base":
+      cfg.embedding_size, cfg.generator_hidden_size, cfg.train_batch_size = 768, 0.33333, 256
+    else:
+      cfg.embedding_size, cfg.mask_prob, cfg.train_batch_size = 1024, 0.25, 2048
+
+
+@dataclasses.dataclass
+class FinetuningConfig(HParams):
+  """Every fine-tuning option of the reference (section 5 of the spec) plus this port's additions."""
+  model_name: str = field("electra_small", "pre-trained model name under <data_dir>/models")
+  data_dir: str = field("", "root holding finetuning_data/, vocab.txt and models/")
+  debug: bool = field(False, "tiny runs")
+  log_examples: bool = field(False, "print featurized examples")
+  num_trials: int = field(1, "runs with different seeds (negative = forever)")
+  keep_all_models: bool = field(True, "keep every trial's model")
+  do_train: bool = field(True, "fine-tune")
+  do_eval: bool = field(True, "evaluate on dev")
+
+  model_size: str = field("small", "transformer size", choices=MODEL_SIZES)
+  model_hparam_overrides: dict = field(None, "overrides of ModelConfig fields", default_factory=dict)
+  embedding_size: typing.Optional[int] = field(None, "embedding width (null = hidden; 128 for small)", min=1)
+  vocab_size: int = field(30522, "vocabulary size", min=1)
+  do_lower_case: bool = field(True, "lowercase input text")
+
+  learning_rate: float = field(1e-4, "peak learning rate", min=0.0)
+  weight_decay_rate: float = field(0.01, "decoupled weight decay", min=0.0)
+  layerwise_lr_decay: float = field(0.8, "per-layer LR decay (0 disables)", min=0.0, max=1.0)
+  num_train_epochs: float = field(3.0, "epochs", min=0.0, min_exclusive=True)
+  warmup_proportion: float = field(0.1, "warmup as a fraction of steps", min=0.0, max=1.0)
+  save_checkpoints_steps: int = field(1000000, "checkpoint interval", min=1)
+  iterations_per_loop: int = field(1000, "steps per compiled call", min=1)
+  use_tfrecords_if_existing: bool = field(True, "reuse featurized TFRecords")
+
+  write_test_outputs: bool = field(False, "write test-set predictions")
+  n_writes_test: int = field(5, "trials that write test predictions", min=0)
+
+  task_names: typing.List[str] = field(None, "tasks to train jointly", default_factory=lambda: ["chunk"])
+  max_seq_length: int = field(128, "tokens per example", min=5, max=512)
+  train_batch_size: int = field(32, "global training batch", min=1)
+  eval_batch_size: int = field(32, "evaluation batch", min=1)
+  predict_batch_size: int = field(32, "prediction batch", min=1)
+  double_unordered: bool = field(True, "add swapped pairs for MRPC and STS")
+
+  max_query_length: int = field(64, "QA question tokens", min=1)
+  doc_stride: int = field(128, "QA document stride", min=1)
+  n_best_size: int = field(20, "QA n-best", min=1)
+  max_answer_length: int = field(30, "QA longest answer (tokens)", min=1)
+  answerable_classifier: bool = field(True, "QA answerability head")
+  answerable_uses_start_logits: bool = field(True, "answerability head reads the start distribution")
+  answerable_weight: float = field(0.5, "weight of the answerability loss", min=0.0)
+  joint_prediction: bool = field(True, "end prediction conditioned on the start")
+  beam_size: int = field(20, "QA beam over starts and ends", min=1)
+  qa_na_threshold: float = field(-2.75, "SQuAD 2.0 no-answer threshold on null odds")
+
+  tpu_name: typing.Optional[str] = field(None, "Cloud TPU name")
+  use_tpu: bool = field(False, "run on a Cloud TPU")
+  num_tpu_cores: int = field(1, "TPU cores", min=1)
+  tpu_job_name: typing.Optional[str] = field(None, "TPU job name")
+  tpu_zone: typing.Optional[str] = field(None, "Cloud TPU zone")
+  gcp_project: typing.Optional[str] = field(None, "GCP project")
+
+  # paths
+  vocab_file: typing.Optional[str] = field(None, "vocab (default models/<model>/vocab.txt, else vocab.txt)")
+  init_checkpoint: typing.Optional[str] = field(None, "checkpoint to start from (default models/<model>)")
+  raw_data_dir: typing.Optional[str] = field(None, "default <data_dir>/finetuning_data")
+
+  # additions of this port
+  seed: int = field(0, "base seed; trial t uses seed + t", min=0)
+  data_source: str = field("files", "where task data comes from", choices=("files", "tfds"))
+  strategy: str = field("auto", "distribution strategy",
+                        choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
+  mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
+  use_xla: bool = field(False, "XLA-compile the replica step")
+  eval_every_epoch: bool = field(False, "evaluate on dev after every epoch")
+
+  @classmethod
+  def create(cls, model_name: str = "electra_small", data_dir: str = "", **overrides) -> "FinetuningConfig":
+    cfg = cls(model_name=model_name, data_dir=data_dir)
+    cfg.update(overrides)
+    if len(cfg.task_names) == 1:
+      task = cfg.task_names[0]
+      if task in ("rte", "sts"):
+        cfg.num_train_epochs = 10.0
+      elif "squad" in task or "qa" in task:  # the reference's test: "naturalqs" does not match
+        cfg.max_seq_length, cfg.num_train_epochs, cfg.write_test_outputs = 512, 2.0, False
+      elif task == "chunk":
+        cfg.max_seq_length = 256
+      else:
+        cfg.num_train_epochs = 3.0
+    if cfg.model_size == "large":
+      cfg.learning_rate, cfg.layerwise_lr_decay = 5e-5, 0.9
+    elif cfg.model_size == "small":
+      cfg.embedding_size = 128
+    if cfg.debug:
+      cfg.num_train_epochs, cfg.train_batch_size, cfg.eval_batch_size = 1.0, 8, 8
+    cfg.update(overrides)
+    cfg.raw_data_dir = cfg.raw_data_dir or os.path.join(data_dir, "finetuning_data")
+    pretrained = os.path.join(data_dir, "models", model_name)
+    if cfg.vocab_file is None:
+      own_vocab = os.path.join(pretrained, "vocab.txt")
+      cfg.vocab_file = own_vocab if os.path.exists(own_vocab) else os.path.join(data_dir, "vocab.txt")
+    cfg.init_checkpoint = cfg.init_checkpoint or pretrained
+    return cfg
+
+  @property
+  def model_dir(self) -> str:
+    return os.path.join(self.data_dir, "models", self.model_name)
+
+  def model_config(self) -> ModelConfig:
+    return model_config_for_size(self.model_size, self.vocab_size, self.embedding_size,
+                                 self.model_hparam_overrides)
+
+
+# --- parameter counts and the start-up summary -------------------------------------------------------------
+
+def embedding_parameters(cfg: ModelConfig) -> int:
+  e = cfg.embedding_size
+  return (cfg.vocab_size + cfg.max_position_embeddings + cfg.type_vocab_size) * e + 2 * e
+
+
+def encoder_parameters(cfg: ModelConfig, include_embeddings: bool = True) -> int:
+  """Parameters of the transformer (plus the E->H projection; plus the embeddings if asked)."""
+  h, i, e = cfg.hidden_size, cfg.intermediate_size, cfg.embedding_size
+  per_layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+  total = cfg.num_hidden_layers * per_layer + (e * h + h if e != h else 0)
+  return total + (embedding_parameters(cfg) if include_embeddings else 0)
+
+
+def discriminator_head_parameters(cfg: ModelConfig) -> int:
+  return cfg.hidden_size * cfg.hidden_size + cfg.hidden_size + cfg.hidden_size + 1
+
+
+def generator_head_parameters(gen: ModelConfig, embedding_size: int) -> int:
+  return gen.hidden_size * embedding_size + embedding_size + 2 * embedding_size + gen.vocab_size
+
+
+def pretraining_summary(cfg: PretrainingConfig) -> str:
+  """The start-up lines: generator and discriminator dimensions and parameter counts."""
+  disc, gen = cfg.discriminator_config(), cfg.generator_config()
+  shared_gen = gen is disc or not cfg.untied_generator
+
+  def dims(c: ModelConfig) -> str:
+    return (f"L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads} "
+            f"FFN={c.intermediate_size} E={c.embedding_size} vocab={c.vocab_size}")
+
+  d_params = encoder_parameters(disc) + discriminator_head_parameters(disc)
+  lines = [f"discriminator: {dims(disc)}  params={d_params:,}"]
+  if not cfg.electra_objective and not cfg.electric_objective:
+    mlm = encoder_parameters(disc) + generator_head_parameters(disc, disc.embedding_size)
+    return f"MLM model (BERT objective): {dims(disc)}  params={mlm:,}"
+  if shared_gen:
+    lines.append("generator: shares the discriminator's transformer (untied_generator=false)")
+  else:
+    towers = 2 if cfg.two_tower_generator else 1
+    g_own = towers * encoder_parameters(gen, include_embeddings=cfg.untied_generator_embeddings)
+    g_own += generator_head_parameters(gen, gen.embedding_size)
+    lines.append(f"generator: L={gen.num_hidden_layers} H={gen.hidden_size} heads={gen.num_attention_heads} "
+                 f"FFN={gen.intermediate_size}{' x2 (two towers)' if towers == 2 else ''}  own params={g_own:,}"
+                 f"{'' if cfg.untied_generator_embeddings else ' (embeddings shared with the discriminator)'}")
+  return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""The ELECTRA encoder network: embeddings, optional E->H projection, transformer stack. No pooler."""
+
+import keras
+import tensorflow as tf
+
+from electra_tf.configs import ModelConfig
+from electra_tf.modeling.dropout import derive_seed, fresh_seed
+from electra_tf.modeling.embeddings import ElectraEmbeddings
+from electra_tf.modeling.transformer import TransformerLayer, attention_bias
+
+
+class ElectraEncoder(keras.layers.Layer):
+  """The reference's ``BertModel`` (post-LN BERT) for one tower of ELECTRA.
+
+  Inputs: ``input_ids``, ``input_mask`` (1 = real token) and ``segment_ids``, int [B, T].
+  Output: dict with ``sequence_output`` [B, T, H] float32, ``embedding_output`` [B, T, H] (after the
+  projection) and, if asked, ``hidden_states`` (L+1 tensors, embeddings first, as Hugging Face returns).
+
+  ``embeddings`` may be another encoder's ``ElectraEmbeddings``: the generator shares the
+  discriminator's whole embeddings block (tables and LayerNorm) but keeps its own projection.
+  Checkpoint names: ``<scope>/embeddings_project``, ``<scope>/encoder/layer_i/...``.
+  """
+
+  def __init__(self, config: ModelConfig, embeddings: ElectraEmbeddings = None, name: str = "electra",
+               **kwargs):
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    self.embeddings = embeddings or ElectraEmbeddings(
+        config.vocab_size, config.embedding_size, config.max_position_embeddings, config.type_vocab_size,
+        config.hidden_dropout_prob, config.initializer_range)
+    emb_width = self.embeddings.embedding_size
+    # The reference's embeddings_project uses tf.layers.dense's default (glorot uniform) initializer.
+    self.embeddings_project = (keras.layers.Dense(config.hidden_size, name="embeddings_project")
+                               if emb_width != config.hidden_size else None)
+    self.transformer_layers = [
+        TransformerLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
+                         config.hidden_act, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
+                         config.initializer_range, name=f"layer_{i}")
+        for i in range(config.num_hidden_layers)]
+
+  def build(self, input_shape=None):
+    if not self.embeddings.built:
+      self.embeddings.build(None)
+    if self.embeddings_project is not None:
+      self.embeddings_project.build((None, None, self.embeddings.embedding_size))
+    for layer in self.transformer_layers:
+      layer.build((None, None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, input_ids, input_mask=None, segment_ids=None, training=False, dropout_seed=None,
+           output_hidden_states=False):
+    if input_mask is None:
+      input_mask = tf.ones_like(input_ids)
+    if training and dropout_seed is None:
+      dropout_seed = fresh_seed()
+    seed = (lambda i: derive_seed(dropout_seed, i)) if training else (lambda i: None)
+    x = self.embeddings(input_ids, segment_ids, training=training, dropout_seed=seed(0))
+    if self.embeddings_project is not None:
+      x = self.embeddings_project(x)
+    outputs = {"embedding_output": x}
+    hidden_states = [x]
+    bias = attention_bias(input_mask)
+    for i, layer in enumerate(self.transformer_layers):
+      x = layer(x, bias, training=training, dropout_seed=seed(i + 1))
+      hidden_states.append(x)
+    outputs["sequence_output"] = tf.cast(x, tf.float32)
+    if output_hidden_states:
+      outputs["hidden_states"] = hidden_states
+    return outputs
+
+  def dummy_build(self):
+    """Creates every weight by running a tiny batch (weights must exist before mapping or compiling)."""
+    ids = tf.constant([[1, 2]], tf.int32)
+    self(ids, tf.ones_like(ids), tf.zeros_like(ids))
+    return self

@@ -1,0 +1,26 @@
+"""electra-tf: a TensorFlow 2 / Keras reproduction of ELECTRA, faithful to google-research/electra."""
+
+import pathlib
+
+import setuptools
+
+HERE = pathlib.Path(__file__).parent
+
+
+def _requirements(name):
+  lines = (HERE / name).read_text().splitlines()
+  return [l.strip() for l in lines if l.strip() and not l.startswith(("#", "-r"))]
+
+
+setuptools.setup(
+    name="electra-tf",
+    version="0.1.0",
+    description="ELECTRA pre-training and fine-tuning in TensorFlow 2 / Keras 3",
+    long_description=(HERE / "README.md").read_text() if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    packages=setuptools.find_packages(include=["electra_tf", "electra_tf.*"]),
+    install_requires=_requirements("requirements.txt"),
+    extras_require={"test": _requirements("requirements-test.txt")},
+)

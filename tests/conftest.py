@@ -1,0 +1,31 @@
+"""Shared test fixtures: the real-data directory and quiet TensorFlow."""
+
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def real_data_dir() -> pathlib.Path:
+  """``ELECTRA_TEST_DATA``, default ``../shared/data`` beside the checkout."""
+  return pathlib.Path(os.environ.get("ELECTRA_TEST_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> pathlib.Path:
+  path = real_data_dir()
+  if not (path / "README.md").exists():
+    pytest.skip(f"real test data not found at {path}; set ELECTRA_TEST_DATA to the shared/data directory")
+  return path
+
+
+@pytest.fixture(scope="session")
+def bert_vocab(data_dir) -> pathlib.Path:
+  path = data_dir / "vocab" / "bert-base-uncased-vocab.txt"
+  if not path.exists():
+    pytest.skip(f"BERT vocab not found at {path}")
+  return path
