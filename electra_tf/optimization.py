@@ -1,0 +1,148 @@
+"""The reference's optimizer: AdamW without bias correction, its LR schedule and layer-wise LR decay.
+
+- Schedule: ``polynomial_decay(lr, step, num_train_steps, end=0, power) * min(1, step / warmup)``, with
+  warmup = max(num_train_steps * warmup_proportion, num_warmup_steps). Warmup multiplies the decayed
+  rate (the LR rises and decays at once), and the first update (step 0) has LR 0, as in the reference.
+- Update: ``m / (sqrt(v) + eps) + wd * param`` (decoupled decay, no bias correction), decay skipped
+  for variables whose reference name matches LayerNorm, layer_norm or bias.
+- Layer-wise decay (fine-tuning): ``lr * d^(L + 2 - depth)``, depth 0 for embeddings, i + 1 for
+  ``encoder/layer_i/``, L + 2 for ``task_specific/`` (so the top layer already gets d^2, as the reference).
+"""
+
+import re
+import typing
+
+import keras
+import tensorflow as tf
+
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+class ReferenceSchedule(keras.optimizers.schedules.LearningRateSchedule):
+  """Polynomial decay to 0 at ``num_train_steps``, times a multiplicative linear warmup."""
+
+  def __init__(self, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+               warmup_proportion: float = 0.0, power: float = 1.0):
+    self.learning_rate = float(learning_rate)
+    self.num_train_steps = int(num_train_steps)
+    self.warmup_steps = max(num_train_steps * warmup_proportion, num_warmup_steps)
+    self.power = float(power)
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    progress = tf.minimum(step, float(self.num_train_steps)) / float(self.num_train_steps)
+    lr = self.learning_rate * tf.pow(1.0 - progress, self.power)
+    if self.warmup_steps > 0:
+      lr *= tf.minimum(1.0, step / float(self.warmup_steps))
+    return lr
+
+  def get_config(self):
+    return dict(learning_rate=self.learning_rate, num_train_steps=self.num_train_steps,
+                num_warmup_steps=self.warmup_steps, power=self.power)
+
+
+def learning_rate_schedule(learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+                           warmup_proportion: float = 0.0, power: float = 1.0) -> ReferenceSchedule:
+  return ReferenceSchedule(learning_rate, num_train_steps, num_warmup_steps, warmup_proportion, power)
+
+
+def layerwise_lr_multipliers(num_layers: int, decay: float) -> typing.Dict[str, float]:
+  """``{name key: LR multiplier}`` as the reference's ``_get_layer_lrs``."""
+  depths = {"/embeddings/": 0, "/embeddings_project/": 0, "task_specific/": num_layers + 2}
+  for layer in range(num_layers):
+    depths[f"encoder/layer_{layer}/"] = layer + 1
+  return {key: decay ** (num_layers + 2 - depth) for key, depth in depths.items()}
+
+
+def lr_multiplier_for(name: str, multipliers: typing.Mapping[str, float]) -> float:
+  """The multiplier of the key found in ``name``; the reference raises for a variable matching none."""
+  matches = [m for key, m in multipliers.items() if key in name]
+  if not matches:
+    raise ValueError(f"variable {name} matches no layer-wise learning-rate key "
+                     f"({', '.join(multipliers)}); name the variable as the reference does")
+  if len(matches) > 1:
+    raise ValueError(f"variable {name} matches several layer-wise learning-rate keys")
+  return matches[0]
+
+
+class AdamWeightDecay(keras.optimizers.Optimizer):
+  """The reference's ``AdamWeightDecayOptimizer`` as a Keras 3 optimizer (works under tf.distribute).
+
+  ``variable_names`` maps ``id(variable)`` to the reference name used for the weight-decay exclusion
+  and the layer-wise keys (Keras paths differ from the reference's); unmapped variables use ``.path``.
+  ``lr_multipliers``: ``{name key: multiplier}`` (see ``layerwise_lr_multipliers``) or None.
+  Slots are ``adam_m`` / ``adam_v`` like the reference's.
+  """
+
+  def __init__(self, learning_rate, weight_decay_rate: float = 0.0, beta_1: float = 0.9,
+               beta_2: float = 0.999, epsilon: float = 1e-6,
+               exclude_from_weight_decay: typing.Sequence[str] = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
+               variable_names: typing.Optional[typing.Mapping[int, str]] = None,
+               lr_multipliers: typing.Optional[typing.Mapping[str, float]] = None,
+               name: str = "AdamWeightDecay", **kwargs):
+    super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    self.weight_decay_rate = weight_decay_rate
+    self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+    self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
+    self._names = dict(variable_names or {})
+    self.lr_multipliers = dict(lr_multipliers) if lr_multipliers else None
+
+  def reference_name(self, variable) -> str:
+    return self._names.get(id(variable), variable.path)
+
+  def uses_weight_decay(self, name: str) -> bool:
+    if not self.weight_decay_rate:
+      return False
+    return not any(re.search(pattern, name) for pattern in self.exclude_from_weight_decay)
+
+  def build(self, var_list):
+    if self.built:
+      return
+    super().build(var_list)
+    self._adam_m = [self.add_variable_from_reference(v, "adam_m") for v in var_list]
+    self._adam_v = [self.add_variable_from_reference(v, "adam_v") for v in var_list]
+    names = [self.reference_name(v) for v in var_list]
+    # Per-variable constants, fixed when the optimizer is built: traced into the step as literals.
+    self._decays = [self.weight_decay_rate if self.uses_weight_decay(n) else 0.0 for n in names]
+    self._multipliers = [lr_multiplier_for(n, self.lr_multipliers) if self.lr_multipliers else 1.0
+                         for n in names]
+
+  def update_step(self, gradient, variable, learning_rate):
+    i = self._get_variable_index(variable)
+    dtype = variable.dtype
+    m, v = self._adam_m[i], self._adam_v[i]
+    gradient = tf.cast(gradient, dtype)
+    self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+    self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
+    update = m / (tf.sqrt(v) + self.epsilon)
+    if self._decays[i]:
+      update += self._decays[i] * variable
+    lr = tf.cast(learning_rate, dtype) * self._multipliers[i]
+    self.assign_sub(variable, lr * update)
+
+  def get_config(self):
+    return {**super().get_config(), "weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
+            "beta_2": self.beta_2, "epsilon": self.epsilon,
+            "exclude_from_weight_decay": list(self.exclude_from_weight_decay),
+            "lr_multipliers": self.lr_multipliers}
+
+
+def create_optimizer(learning_rate: float, num_train_steps: int, weight_decay_rate: float = 0.01,
+                     num_warmup_steps: int = 0, warmup_proportion: float = 0.0, lr_decay_power: float = 1.0,
+                     layerwise_lr_decay_power: float = -1.0, n_transformer_layers: typing.Optional[int] = None,
+                     variable_names: typing.Optional[typing.Mapping[int, str]] = None) -> AdamWeightDecay:
+  """The reference's ``create_optimizer`` (gradient clipping is the caller's: ``clip_by_global_norm``)."""
+  schedule = learning_rate_schedule(learning_rate, num_train_steps, num_warmup_steps, warmup_proportion,
+                                    lr_decay_power)
+  multipliers = None
+  if layerwise_lr_decay_power > 0:
+    if n_transformer_layers is None:
+      raise ValueError("layer-wise learning-rate decay needs n_transformer_layers")
+    multipliers = layerwise_lr_multipliers(n_transformer_layers, layerwise_lr_decay_power)
+  return AdamWeightDecay(schedule, weight_decay_rate=weight_decay_rate, variable_names=variable_names,
+                         lr_multipliers=multipliers)
+
+
+def clip_by_global_norm(grads, clip_norm: float = 1.0):
+  """Clip as the reference (``tf.clip_by_global_norm`` at 1.0); returns (clipped grads, global norm)."""
+  return tf.clip_by_global_norm(grads, clip_norm)
