@@ -6,7 +6,7 @@ import tensorflow as tf
 from electra_tf.configs import ModelConfig
 from electra_tf.modeling.dropout import derive_seed, fresh_seed
 from electra_tf.modeling.embeddings import ElectraEmbeddings
-from electra_tf.modeling.transformer import TransformerLayer, attention_bias
+from electra_tf.modeling.transformer import TransformerLayer
 
 
 class ElectraEncoder(keras.layers.Layer):
@@ -59,9 +59,8 @@ class ElectraEncoder(keras.layers.Layer):
       x = self.embeddings_project(x)
     outputs = {"embedding_output": x}
     hidden_states = [x]
-    bias = attention_bias(input_mask)
     for i, layer in enumerate(self.transformer_layers):
-      x = layer(x, bias, training=training, dropout_seed=seed(i + 1))
+      x = layer(x, input_mask, training=training, dropout_seed=seed(i + 1))
       hidden_states.append(x)
     outputs["sequence_output"] = tf.cast(x, tf.float32)
     if output_hidden_states:

@@ -14,15 +14,21 @@ MASK_ADDER = -10000.0
 
 
 def attention_bias(input_mask):
-  """[B, T] 0/1 mask -> [B, 1, 1, T] float32 additive bias for the attention scores."""
+  """0/1 mask -> float32 additive bias for the [B, heads, T, T] scores.
+
+  A [B, T] mask says which keys are real; a [B, T, T] mask says which keys each query may see (the
+  causal towers of the ELECTRIC generator).
+  """
   mask = tf.cast(input_mask, tf.float32)
-  return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * MASK_ADDER
+  mask = mask[:, tf.newaxis, tf.newaxis, :] if mask.shape.rank == 2 else mask[:, tf.newaxis]
+  return (1.0 - mask) * MASK_ADDER
 
 
 class SelfAttention(keras.layers.Layer):
   """Multi-head self-attention: q/k/v projections, scaled scores, mask, softmax (float32), dropout.
 
-  Input [B, T, H]; bias [B, 1, 1, T]; output the concatenated heads [B, T, H] (before the output dense).
+  Input [B, T, H] and the int [B, T] input mask (ints, not a float bias: Keras would autocast a float
+  argument to bfloat16); output the concatenated heads [B, T, H] (before the output dense).
   Checkpoint names: ``attention/self/{query,key,value}/{kernel,bias}``.
   """
 
@@ -47,7 +53,8 @@ class SelfAttention(keras.layers.Layer):
     b, t = tf.shape(x)[0], tf.shape(x)[1]
     return tf.transpose(tf.reshape(x, [b, t, self.num_heads, self.head_size]), [0, 2, 1, 3])
 
-  def call(self, x, bias, training=False, dropout_seed=None):
+  def call(self, x, input_mask, training=False, dropout_seed=None):
+    bias = attention_bias(input_mask)
     q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
     scores = tf.matmul(q, k, transpose_b=True) * tf.cast(1.0 / math.sqrt(self.head_size), q.dtype)
     probs = tf.nn.softmax(tf.cast(scores, tf.float32) + bias, axis=-1)
@@ -61,7 +68,7 @@ class SelfAttention(keras.layers.Layer):
 class TransformerLayer(keras.layers.Layer):
   """One encoder layer: attention -> dense -> dropout -> residual -> LN; FFN -> dropout -> residual -> LN.
 
-  Input [B, T, H] (any float dtype) and bias [B, 1, 1, T]; output [B, T, H] float32 (the LayerNorm
+  Input [B, T, H] (any float dtype) and the int input mask [B, T]; output [B, T, H] float32 (the LayerNorm
   output, so the residual stream stays float32 under mixed precision).
   Checkpoint names (under ``encoder/layer_i/``): ``attention/self/...``, ``attention/output/dense``,
   ``attention/output/LayerNorm``, ``intermediate/dense``, ``output/dense``, ``output/LayerNorm``.
@@ -99,11 +106,11 @@ class TransformerLayer(keras.layers.Layer):
       return stateless_dropout(x, self.hidden_dropout_rate, seed)
     return x
 
-  def call(self, x, bias, training=False, dropout_seed=None):
+  def call(self, x, input_mask, training=False, dropout_seed=None):
     if training and dropout_seed is None:
       dropout_seed = fresh_seed()
     seeds = [derive_seed(dropout_seed, i) for i in range(3)] if training else [None] * 3
-    context = self.attention(x, bias, training=training, dropout_seed=seeds[0])
+    context = self.attention(x, input_mask, training=training, dropout_seed=seeds[0])
     attn = self._dropout(self.attention_output_dense(context), training, seeds[1])
     attn = self.attention_layer_norm(tf.cast(attn, tf.float32) + tf.cast(x, tf.float32))
     out = self._dropout(self.output_dense(self.intermediate_dense(attn)), training, seeds[2])

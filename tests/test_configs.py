@@ -1,0 +1,149 @@
+"""Configs: the reference's defaults, size presets, derived values and hparam validation."""
+
+import json
+
+import pytest
+
+from electra_tf import configs
+from electra_tf.hparams import HParamError, parse_hparams
+
+
+def test_reference_pretraining_defaults():
+  cfg = configs.PretrainingConfig.create("m", "/data")
+  assert (cfg.gen_weight, cfg.disc_weight, cfg.mask_prob) == (1.0, 50.0, 0.15)
+  assert (cfg.learning_rate, cfg.weight_decay_rate, cfg.num_warmup_steps) == (5e-4, 0.01, 10000)
+  assert (cfg.num_train_steps, cfg.train_batch_size, cfg.max_seq_length) == (1000000, 128, 128)
+  assert (cfg.iterations_per_loop, cfg.save_checkpoints_steps, cfg.keep_checkpoint_max) == (200, 1000, 5)
+  assert cfg.embedding_size == 128 and cfg.generator_hidden_size == 0.25
+  assert cfg.max_predictions_per_seq == 19
+  assert cfg.pretrain_tfrecords == "/data/pretrain_tfrecords/pretrain_data.tfrecord*"
+  assert cfg.model_dir == "/data/models/m"
+  assert cfg.results_txt == "/data/models/m/results/unsup_results.txt"
+
+
+@pytest.mark.parametrize("mask_prob,seq,expected", [(0.15, 128, 19), (0.15, 512, 79), (0.25, 512, 130)])
+def test_max_predictions_per_seq(mask_prob, seq, expected):
+  cfg = configs.PretrainingConfig.create(mask_prob=mask_prob, max_seq_length=seq)
+  assert cfg.max_predictions_per_seq == expected
+
+
+@pytest.mark.parametrize("preset,dims,gen_dims", [
+    ("small", (256, 12, 4, 1024, 128), (64, 12, 1, 256)),
+    ("small++", (256, 12, 4, 1024, 128), (256, 12, 4, 1024)),
+    ("base", (768, 12, 12, 3072, 768), (256, 12, 4, 1024)),
+    ("large", (1024, 24, 16, 4096, 1024), (256, 24, 4, 1024)),
+])
+def test_size_presets_and_generator_dims(preset, dims, gen_dims):
+  cfg = configs.PretrainingConfig.create(preset=preset)
+  d, g = cfg.discriminator_config(), cfg.generator_config()
+  assert (d.hidden_size, d.num_hidden_layers, d.num_attention_heads, d.intermediate_size,
+          d.embedding_size) == dims
+  assert (g.hidden_size, g.num_hidden_layers, g.num_attention_heads, g.intermediate_size) == gen_dims
+  assert g.embedding_size == d.embedding_size  # shared embeddings, own projection
+
+
+def test_large_preset_follows_paper_table6():
+  cfg = configs.PretrainingConfig.create(preset="large")
+  assert (cfg.mask_prob, cfg.train_batch_size, cfg.max_seq_length, cfg.learning_rate) == (0.25, 2048, 512, 2e-4)
+  assert cfg.max_predictions_per_seq == 130
+
+
+def test_user_values_win_over_size_defaults():
+  cfg = configs.PretrainingConfig.create(preset="small++", generator_hidden_size=0.5, embedding_size=64)
+  assert cfg.generator_hidden_size == 0.5 and cfg.embedding_size == 64
+
+
+def test_generator_layers_fraction_and_untied_embeddings():
+  cfg = configs.PretrainingConfig.create(generator_layers=0.5, untied_generator_embeddings=True)
+  g = cfg.generator_config()
+  assert g.num_hidden_layers == 6 and g.embedding_size == g.hidden_size == 64
+
+
+def test_debug_mode_is_the_reference_debug_model():
+  cfg = configs.PretrainingConfig.create(debug=True)
+  d = cfg.discriminator_config()
+  assert (d.num_hidden_layers, d.hidden_size, d.intermediate_size, d.num_attention_heads) == (3, 144, 576, 4)
+  assert (cfg.train_batch_size, cfg.num_train_steps, cfg.iterations_per_loop) == (8, 20, 1)
+
+
+def test_model_hparam_overrides_reach_the_model_config():
+  cfg = configs.PretrainingConfig.create(model_hparam_overrides={"num_hidden_layers": 2, "hidden_size": 128})
+  d = cfg.discriminator_config()
+  assert (d.num_hidden_layers, d.hidden_size, d.num_attention_heads, d.intermediate_size) == (2, 128, 2, 512)
+
+
+def test_electric_forces_two_towers():
+  assert configs.PretrainingConfig.create(electric_objective=True,
+                                          electra_objective=False).two_tower_generator
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"lerning_rate": 1e-3}, "unknown hparam 'lerning_rate'; did you mean 'learning_rate'?"),
+    ({"learning_rate": "fast"}, "hparam 'learning_rate': expected a number >= 0.0, got 'fast'"),
+    ({"mask_prob": 1.5}, "hparam 'mask_prob': expected a number in (0.0, 1.0], got 1.5"),
+    ({"train_batch_size": 0}, "hparam 'train_batch_size': expected an integer >= 1, got 0"),
+    ({"train_batch_size": 8.5}, "expected an integer >= 1, got 8.5"),
+    ({"do_train": "yes"}, "hparam 'do_train': expected true or false, got 'yes'"),
+    ({"model_size": "huge"}, "hparam 'model_size': expected one of 'small', 'base', 'large', got 'huge'"),
+    ({"max_seq_length": 4}, "hparam 'max_seq_length': expected an integer in [5, 512], got 4"),
+    ({"max_predictions_per_seq": 20}, "derived from mask_prob and max_seq_length"),
+])
+def test_bad_hparams_fail_with_one_line_naming_the_key(overrides, message):
+  with pytest.raises(HParamError) as err:
+    configs.PretrainingConfig.create(**overrides)
+  assert message in str(err.value)
+  assert "\n" not in str(err.value)
+
+
+def test_bad_model_override_is_rejected():
+  cfg = configs.PretrainingConfig.create(model_hparam_overrides={"hidden_sise": 3})
+  with pytest.raises(HParamError, match="unknown hparam 'hidden_sise'"):
+    cfg.discriminator_config()
+  cfg = configs.PretrainingConfig.create(model_hparam_overrides={"hidden_size": 100, "num_attention_heads": 3})
+  with pytest.raises(HParamError, match="not a multiple"):
+    cfg.discriminator_config()
+
+
+def test_integral_floats_from_json_are_accepted():
+  cfg = configs.PretrainingConfig.create(**json.loads('{"num_train_steps": 1e6}'))
+  assert cfg.num_train_steps == 1000000 and isinstance(cfg.num_train_steps, int)
+
+
+def test_parse_hparams_json_string_and_file(tmp_path):
+  assert parse_hparams('{"learning_rate": 0.001}') == {"learning_rate": 0.001}
+  assert parse_hparams("") == {} and parse_hparams(None) == {}
+  path = tmp_path / "h.json"
+  path.write_text('{"mask_prob": 0.25}')
+  assert parse_hparams(str(path)) == {"mask_prob": 0.25}
+  with pytest.raises(HParamError, match="not valid JSON"):
+    parse_hparams("{learning_rate: 1}")
+  with pytest.raises(HParamError, match="must be a JSON object"):
+    parse_hparams("[1, 2]")
+  with pytest.raises(HParamError, match="does not exist"):
+    parse_hparams(str(tmp_path / "missing.json"))
+
+
+def test_finetuning_defaults_and_task_overrides():
+  cfg = configs.FinetuningConfig.create("m", "/d", task_names=["mnli"])
+  assert (cfg.learning_rate, cfg.layerwise_lr_decay, cfg.num_train_epochs, cfg.max_seq_length) == (
+      1e-4, 0.8, 3.0, 128)
+  assert (cfg.train_batch_size, cfg.warmup_proportion, cfg.weight_decay_rate) == (32, 0.1, 0.01)
+  assert cfg.embedding_size == 128 and cfg.qa_na_threshold == -2.75 and cfg.beam_size == 20
+  assert configs.FinetuningConfig.create(task_names=["rte"]).num_train_epochs == 10.0
+  squad = configs.FinetuningConfig.create(task_names=["squad"])
+  assert (squad.max_seq_length, squad.num_train_epochs) == (512, 2.0)
+  naturalqs = configs.FinetuningConfig.create(task_names=["naturalqs"])  # the reference's quirk
+  assert (naturalqs.max_seq_length, naturalqs.num_train_epochs) == (128, 3.0)
+  assert configs.FinetuningConfig.create(task_names=["chunk"]).max_seq_length == 256
+  large = configs.FinetuningConfig.create(task_names=["sst"], model_size="large")
+  assert (large.learning_rate, large.layerwise_lr_decay) == (5e-5, 0.9)
+  assert configs.FinetuningConfig.create(task_names="mnli,rte").task_names == ["mnli", "rte"]
+  assert cfg.init_checkpoint == "/d/models/m" and cfg.vocab_file == "/d/vocab.txt"
+
+
+def test_summary_names_dims_and_counts():
+  text = configs.pretraining_summary(configs.PretrainingConfig.create(preset="small"))
+  assert "discriminator: L=12 H=256 heads=4 FFN=1024 E=128 vocab=30522  params=13,549,057" in text
+  assert "generator: L=12 H=64 heads=1 FFN=256" in text
+  mlm = configs.pretraining_summary(configs.PretrainingConfig.create(electra_objective=False))
+  assert mlm.startswith("MLM model")
