@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: sets up .venv if needed, then runs the whole suite (the default tests and the ones
+# marked slow). Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"` for the quick set.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck disable=SC1091
+. scripts/setup_env.sh
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+python -m pytest -q -p no:cacheprovider --durations=15 "$@"
