@@ -146,3 +146,14 @@ def parse_hparams(text: typing.Optional[str]) -> dict:
   if not isinstance(value, dict):
     raise HParamError(f"{source} must be a JSON object of hparam names to values, got {type(value).__name__}")
   return value
+
+
+def markdown_table(config_cls) -> str:
+  """A Markdown table of a config's fields: name, type and range, default, meaning."""
+  hints = typing.get_type_hints(config_cls)
+  rows = ["| hparam | allowed | default | meaning |", "|---|---|---|---|"]
+  for f in dataclasses.fields(config_cls):
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    rows.append(f"| `{f.name}` | {_describe(hints[f.name], f.metadata)} | `{json.dumps(default)}` | "
+                f"{f.metadata.get('help', '')} |")
+  return "\n".join(rows)

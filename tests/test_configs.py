@@ -147,3 +147,10 @@ def test_summary_names_dims_and_counts():
   assert "generator: L=12 H=64 heads=1 FFN=256" in text
   mlm = configs.pretraining_summary(configs.PretrainingConfig.create(electra_objective=False))
   assert mlm.startswith("MLM model")
+
+
+def test_hparams_doc_is_current():
+  from electra_tf import docs_gen
+  from conftest import REPO_ROOT
+  doc = (REPO_ROOT / "docs" / "hparams.md").read_text(encoding="utf-8")
+  assert doc == docs_gen.render(), "docs/hparams.md is stale: run python -m electra_tf.docs_gen"
