@@ -1,0 +1,17 @@
+"""Interoperability: Google's released TF1 checkpoints in; the reference TF1 layout, Hugging Face and
+SavedModel out. Command line: ``python -m electra_tf.convert --help`` (see ``docs/interop.md``).
+
+Library entry points:
+
+* ``load_pretrained_weights(path, target)``: initialise our networks from a reference TF1 checkpoint,
+  this project's model directory, a Hugging Face directory or a pre-training TF2 checkpoint.
+* ``read_source(path)`` -> ``Source`` (reference-named arrays + detected ``Architecture``), and the writers
+  ``write_model_dir``, ``write_tf1``, ``write_hf``.
+* ``infer_architecture(shapes)``: model and generator sizes from variable shapes.
+"""
+
+from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture
+from electra_tf.convert.checkpoints import (HF, MODEL_DIR, TF1, TF2, Source, detect_format, read_source,
+                                            reference_name_from_hf, source_from_networks,
+                                            write_hf, write_model_dir, write_tf1)
+from electra_tf.convert.loading import LoadReport, load_pretrained_weights, target_variables

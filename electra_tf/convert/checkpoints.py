@@ -1,0 +1,451 @@
+"""Reading and writing ELECTRA weights in every supported format, always through reference names.
+
+Formats (``detect_format``):
+
+* ``tf1``: a TF1 checkpoint in the reference's layout (spec section 4), e.g. Google's released
+  ``electra_small``. Adam slots and ``global_step`` are ignored on import; the released zips have no slots.
+* ``electra-tf``: this project's model directory (``write_model_dir``)::
+
+    <dir>/electra_config.json   format tag, detected Architecture, pre-training hparams, casing, source
+    <dir>/vocab.txt             the vocab (when one was given or found next to the source)
+    <dir>/weights/ckpt-1.*      tf.train.Checkpoint(discriminator=..., generator=...) of our networks
+
+* ``huggingface``: a transformers directory (``config.json`` + ``model.safetensors`` or
+  ``pytorch_model.bin``) of ``ElectraForPreTraining`` / ``ElectraForMaskedLM`` / ``ElectraModel``.
+* ``tf2``: a bare TF2 object checkpoint of ``PretrainingNetworks`` (what pre-training saves); it can only be
+  restored into networks of the same structure.
+
+Every reader returns a ``Source`` whose ``arrays`` are keyed by reference names; every writer takes such
+arrays. ``electra_tf.checkpoint_names.reference_variables`` is the one place that ties those names to our
+variables.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import re
+import shutil
+import tempfile
+import typing
+
+import numpy as np
+
+from electra_tf import hf_mapping
+from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture, is_reference_weight
+
+TF1, MODEL_DIR, HF, TF2 = "tf1", "electra-tf", "huggingface", "tf2"
+CONFIG_FILE = "electra_config.json"
+FORMAT_TAG = "electra-tf-model"
+VOCAB_FILE = "vocab.txt"
+WEIGHTS_PREFIX = os.path.join("weights", "ckpt")
+HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+@dataclasses.dataclass
+class Source:
+  """Weights read from any format, under reference names."""
+  format: str
+  path: str
+  arrays: typing.Dict[str, np.ndarray]  # pre-training weights (spec section 4 names)
+  architecture: Architecture
+  extra: typing.Dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # e.g. task_specific/*
+  ignored: typing.List[str] = dataclasses.field(default_factory=list)  # optimizer slots, unknown names
+  vocab_file: typing.Optional[str] = None
+  do_lower_case: typing.Optional[bool] = None
+  global_step: typing.Optional[int] = None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Locating and recognising inputs.
+
+
+def find_checkpoint_prefix(path: str) -> typing.Optional[str]:
+  """A checkpoint prefix for a prefix, an ``.index`` file or a directory (its ``checkpoint`` state file,
+  else its newest ``*.index``); None if there is none."""
+  path = os.fspath(path)
+  if path.endswith(".index") and os.path.isfile(path):
+    return path[:-len(".index")]
+  if os.path.isfile(path + ".index"):
+    return path
+  if os.path.isdir(path):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    latest = tf.train.latest_checkpoint(path)
+    if latest and os.path.isfile(latest + ".index"):
+      return latest
+    indexes = sorted(glob.glob(os.path.join(path, "*.index")), key=os.path.getmtime)
+    if indexes:
+      return indexes[-1][:-len(".index")]
+  return None
+
+
+def detect_format(path: str) -> typing.Tuple[str, str]:
+  """(format, resolved path): the checkpoint prefix for TF1/TF2, the directory otherwise."""
+  path = os.fspath(path)
+  if not os.path.exists(path) and not os.path.exists(path + ".index"):
+    raise ConversionError(f"{path}: no such file or directory")
+  if os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE)):
+    return MODEL_DIR, path
+  if os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json")):
+    if not any(os.path.isfile(os.path.join(path, f)) for f in HF_WEIGHT_FILES):
+      raise ConversionError(f"{path} has a Hugging Face config.json but no {' or '.join(HF_WEIGHT_FILES)}")
+    return HF, path
+  prefix = find_checkpoint_prefix(path)
+  if prefix is None:
+    raise ConversionError(f"{path} holds no checkpoint ({CONFIG_FILE}, a Hugging Face config.json, "
+                          "or a TF checkpoint .index file)")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+  except Exception as e:  # pylint: disable=broad-except
+    raise ConversionError(f"{prefix}: not a readable TF checkpoint ({str(e).splitlines()[0]})") from None
+  return (TF2 if "_CHECKPOINTABLE_OBJECT_GRAPH" in names else TF1), prefix
+
+
+def count_vocab(vocab_file: str) -> int:
+  """Tokens in a WordPiece vocab, counted as the reference reads it (stops at the first empty line)."""
+  from electra_tf.tokenization import load_vocab  # pylint: disable=g-import-not-at-top
+  return len(load_vocab(vocab_file))
+
+
+def check_vocab(vocab_file: typing.Optional[str], arch: Architecture):
+  if vocab_file is None:
+    return
+  if not os.path.isfile(vocab_file):
+    raise ConversionError(f"vocab {vocab_file}: no such file")
+  n, rows = count_vocab(vocab_file), arch.discriminator.vocab_size
+  if n != rows:
+    raise ConversionError(f"vocab {vocab_file} has {n} tokens but the checkpoint's word embeddings have "
+                          f"{rows} rows; pass the vocab the model was trained with")
+
+
+def _sibling_vocab(path: str) -> typing.Optional[str]:
+  folder = path if os.path.isdir(path) else os.path.dirname(path)
+  candidate = os.path.join(folder, VOCAB_FILE)
+  return candidate if os.path.isfile(candidate) else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Readers.
+
+
+def read_tf1(prefix: str) -> Source:
+  """A reference-layout TF1 checkpoint: pre-training weights, ``task_specific/*`` extras, the rest ignored."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(prefix)
+  shapes = reader.get_variable_to_shape_map()
+  arch = infer_architecture(shapes, source=prefix)
+  arrays, extra, ignored = {}, {}, []
+  for name in sorted(shapes):
+    if is_reference_weight(name):
+      arrays[name] = reader.get_tensor(name)
+    elif name.startswith("task_specific/") and not name.endswith(("/adam_m", "/adam_v")):
+      extra[name] = reader.get_tensor(name)
+    elif name != "global_step":
+      ignored.append(name)
+  step = int(reader.get_tensor("global_step")) if "global_step" in shapes else None
+  return Source(TF1, prefix, arrays, arch, extra, ignored, _sibling_vocab(prefix), None, step)
+
+
+def reference_name_from_hf(key: str, target: str) -> typing.Optional[str]:
+  """The inverse of ``hf_mapping.hf_name`` (checked against it), or None for keys with no reference twin
+  (the tied ``generator_lm_head.weight``, buffers, HF-only heads)."""
+  if key == "generator_lm_head.bias":
+    return "generator_predictions/output_bias"
+  name = re.sub(r"layer\.(\d+)", r"layer_\1", key.replace("dense_prediction", "dense_1")).replace(".", "/")
+  if name.endswith("_embeddings/weight"):
+    name = name[:-len("/weight")]
+  elif "/LayerNorm/" in name:
+    name = re.sub(r"/weight$", "/gamma", re.sub(r"/bias$", "/beta", name))
+  else:
+    name = re.sub(r"/weight$", "/kernel", name)
+  if target == hf_mapping.GENERATOR and name.startswith(("electra/encoder/", "electra/embeddings_project/")):
+    name = "generator/" + name[len("electra/"):]
+  if not is_reference_weight(name) or hf_mapping.hf_name(name, target) != key:
+    return None
+  return name
+
+
+def _hf_target(config: dict, path: str) -> str:
+  if config.get("model_type") != "electra":
+    raise ConversionError(f"{path} is a Hugging Face {config.get('model_type')!r} model, not ELECTRA")
+  archs = config.get("architectures") or ["ElectraModel"]
+  return hf_mapping.GENERATOR if "ElectraForMaskedLM" in archs else hf_mapping.DISCRIMINATOR
+
+
+def read_hf_state(path: str) -> typing.Tuple[dict, dict]:
+  """(config.json dict, {hf_key: array}) of a transformers directory."""
+  with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+    config = json.load(f)
+  _hf_target(config, path)
+  weights = os.path.join(path, HF_WEIGHT_FILES[0])
+  if os.path.isfile(weights):
+    from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
+    return config, load_file(weights)
+  import torch  # pylint: disable=g-import-not-at-top  (only for legacy .bin files)
+  state = torch.load(os.path.join(path, HF_WEIGHT_FILES[1]), map_location="cpu", weights_only=True)
+  return config, {k: v.float().numpy() for k, v in state.items()}
+
+
+def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:
+  """A Hugging Face discriminator (or generator) directory, optionally with the matching generator.
+
+  HF stores the generator's copy of the shared embeddings separately; when the widths match they are taken
+  as shared (``electra/embeddings``), as the reference trains them; a different width means the generator
+  had its own (``untied_generator_embeddings``)."""
+  config, state = read_hf_state(path)
+  target = _hf_target(config, path)
+  arrays, ignored = {}, []
+  for key, value in state.items():
+    ref = reference_name_from_hf(key, target)
+    if ref is None:
+      ignored.append(key)
+    else:
+      arrays[ref] = hf_mapping.from_hf_state_dict({key: value}, [ref], target)[ref]
+  if generator_path is not None:
+    if target != hf_mapping.DISCRIMINATOR:
+      raise ConversionError(f"{path} is a generator (ElectraForMaskedLM); pass the discriminator first")
+    gen_config, gen_state = read_hf_state(generator_path)
+    if _hf_target(gen_config, generator_path) != hf_mapping.GENERATOR:
+      raise ConversionError(f"{generator_path} is not an ElectraForMaskedLM generator")
+    own = gen_config.get("embedding_size") != config.get("embedding_size")
+    for key, value in gen_state.items():
+      ref = reference_name_from_hf(key, hf_mapping.GENERATOR)
+      if ref is None:
+        ignored.append("generator:" + key)
+        continue
+      if ref.startswith("electra/embeddings/"):
+        if not own:
+          continue  # shared: the discriminator's copy is the one the reference trains
+        ref = "generator/" + ref[len("electra/"):]
+      arrays[ref] = hf_mapping.from_hf_state_dict({key: value}, [ref], hf_mapping.GENERATOR)[ref]
+  arch = infer_architecture({k: v.shape for k, v in arrays.items()}, source=path)
+  lower = _hf_lower_case(path)
+  return Source(HF, path, arrays, arch, ignored=ignored, vocab_file=_sibling_vocab(path), do_lower_case=lower)
+
+
+def _hf_lower_case(path: str) -> typing.Optional[bool]:
+  tok = os.path.join(path, "tokenizer_config.json")
+  if os.path.isfile(tok):
+    with open(tok, encoding="utf-8") as f:
+      return json.load(f).get("do_lower_case")
+  return None
+
+
+def read_model_dir(path: str) -> Source:
+  """This project's model directory: rebuild the networks from the JSON, restore, read by reference name."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from electra_tf.checkpoint_names import reference_variables  # pylint: disable=g-import-not-at-top
+  meta = read_model_config(path)
+  arch = Architecture.from_json(meta["architecture"])
+  nets = arch.build_networks()
+  tf.train.Checkpoint(**_checkpoint_parts(nets, arch)).read(os.path.join(path, WEIGHTS_PREFIX + "-1")) \
+      .assert_existing_objects_matched()
+  arrays = {n: v.numpy() for n, v in reference_variables(nets).items() if holds_weight(arch, n)}
+  vocab = os.path.join(path, VOCAB_FILE)
+  return Source(MODEL_DIR, path, arrays, arch, vocab_file=vocab if os.path.isfile(vocab) else None,
+                do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
+
+
+def read_model_config(path: str) -> dict:
+  with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
+    meta = json.load(f)
+  if meta.get("format") != FORMAT_TAG:
+    raise ConversionError(f"{path}/{CONFIG_FILE} is not an electra-tf model config (format "
+                          f"{meta.get('format')!r})")
+  return meta
+
+
+def read_source(path: str, generator_path: typing.Optional[str] = None) -> Source:
+  """Any supported format -> ``Source`` (reference-named arrays and the detected architecture)."""
+  fmt, resolved = detect_format(path)
+  if generator_path is not None and fmt != HF:
+    raise ConversionError("a separate generator directory is only read with a Hugging Face discriminator")
+  if fmt == TF1:
+    return read_tf1(resolved)
+  if fmt == HF:
+    return read_hf(resolved, generator_path)
+  if fmt == MODEL_DIR:
+    return read_model_dir(resolved)
+  raise ConversionError(f"{resolved} is a TF2 object checkpoint without {CONFIG_FILE}; restore it into "
+                        "networks with load_pretrained_weights, or import it into a model directory first")
+
+
+def holds_weight(arch: Architecture, name: str) -> bool:
+  """Whether a checkpoint with this architecture holds the weight ``name`` (heads/generator may be absent)."""
+  if name.startswith("discriminator_predictions/"):
+    return arch.has_discriminator_head
+  if name.startswith(("generator/", "generator_predictions/")):
+    return arch.generator is not None
+  return True
+
+
+def _checkpoint_parts(nets, arch: Architecture) -> dict:
+  parts = {"discriminator": nets.discriminator}
+  if arch.generator is not None:
+    parts["generator"] = nets.generator
+  return {k: v for k, v in parts.items() if v is not None}
+
+
+def source_from_networks(nets, vocab_file: typing.Optional[str] = None, do_lower_case: bool = True,
+                         global_step: typing.Optional[int] = None) -> Source:
+  """Our in-memory ``PretrainingNetworks`` as a ``Source`` (so every writer can export them)."""
+  from electra_tf.checkpoint_names import reference_variables  # pylint: disable=g-import-not-at-top
+  arrays = {n: v.numpy() for n, v in reference_variables(nets).items()}
+  arch = infer_architecture({n: a.shape for n, a in arrays.items()}, source="the networks")
+  return Source("networks", "<memory>", arrays, arch, vocab_file=vocab_file, do_lower_case=do_lower_case,
+                global_step=global_step)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writers. Each writes into a temporary directory beside the destination and renames it at the end, so an
+# interrupted export never leaves a half-written model behind.
+
+
+class atomic_directory:  # pylint: disable=invalid-name
+  """``with atomic_directory(dest, overwrite) as tmp:`` write into ``tmp``; it becomes ``dest`` on success."""
+
+  def __init__(self, dest: str, overwrite: bool = False):
+    self.dest = os.path.abspath(os.fspath(dest))
+    if os.path.exists(self.dest) and not overwrite:
+      raise ConversionError(f"{dest} already exists; pass --overwrite to replace it")
+    parent = os.path.dirname(self.dest)
+    os.makedirs(parent, exist_ok=True)
+    self.overwrite = overwrite
+    self.tmp = tempfile.mkdtemp(prefix="." + os.path.basename(self.dest) + ".tmp-", dir=parent)
+
+  def __enter__(self) -> str:
+    return self.tmp
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc_type is not None:
+      shutil.rmtree(self.tmp, ignore_errors=True)
+      return False
+    if os.path.exists(self.dest):
+      old = self.tmp + ".old"
+      os.rename(self.dest, old)
+      os.rename(self.tmp, self.dest)
+      shutil.rmtree(old, ignore_errors=True)
+    else:
+      os.rename(self.tmp, self.dest)
+    return False
+
+
+def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step: int = 0,
+              vocab_file: typing.Optional[str] = None, overwrite: bool = False) -> str:
+  """A reference-layout checkpoint ``<out_dir>/model.ckpt-<step>`` (+ ``checkpoint`` state file and vocab),
+  with exactly the given names and shapes plus ``global_step`` (int64), and no optimizer slots, as the
+  released checkpoints. Returns the prefix."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  name = f"model.ckpt-{int(global_step)}"
+  with atomic_directory(out_dir, overwrite) as tmp:
+    names = sorted(arrays)
+    tensors = [tf.constant(np.asarray(arrays[n], np.float32)) for n in names]
+    tf.raw_ops.SaveV2(prefix=os.path.join(tmp, name), tensor_names=names + ["global_step"],
+                      shape_and_slices=[""] * (len(names) + 1),
+                      tensors=tensors + [tf.constant(int(global_step), tf.int64)])
+    with open(os.path.join(tmp, "checkpoint"), "w", encoding="utf-8") as f:  # so a directory resolves
+      f.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
+    if vocab_file:
+      shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+  return os.path.join(out_dir, name)
+
+
+def write_model_dir(out_dir: str, source: Source, overwrite: bool = False, nets=None) -> str:
+  """This project's model directory from any ``Source`` (see the module docstring for the layout)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  arch = source.architecture
+  check_vocab(source.vocab_file, arch)
+  if nets is None:
+    nets = arch.build_networks()
+    assign_arrays(nets, source.arrays)
+  meta = dict(format=FORMAT_TAG, version=1, architecture=arch.to_json(),
+              pretraining_hparams=arch.pretraining_hparams(), description=arch.describe(),
+              do_lower_case=source.do_lower_case if source.do_lower_case is not None else True,
+              source=dict(format=source.format, path=os.path.abspath(source.path)),
+              global_step=source.global_step, weights=sorted(_checkpoint_parts(nets, arch)))
+  with atomic_directory(out_dir, overwrite) as tmp:
+    tf.train.Checkpoint(**_checkpoint_parts(nets, arch)).write(os.path.join(tmp, WEIGHTS_PREFIX + "-1"))
+    if source.vocab_file:
+      shutil.copyfile(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
+    with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
+      json.dump(meta, f, indent=2, sort_keys=True)
+  return out_dir
+
+
+def generator_arrays(source: Source) -> dict:
+  """The generator's weights named as a ``generator/*`` tower next to ``electra/embeddings`` (the layout
+  ``hf_mapping`` exports): a tied generator's ``electra`` encoder is renamed, and untied embeddings are
+  used instead of the discriminator's."""
+  arch, out = source.architecture, {}
+  for name, value in source.arrays.items():
+    if name.startswith("discriminator_predictions/"):
+      continue
+    if arch.tied_generator and name.startswith(("electra/encoder/", "electra/embeddings_project/")):
+      name = "generator/" + name[len("electra/"):]
+    elif arch.untied_generator_embeddings and name.startswith("electra/"):
+      continue
+    out[name] = value
+  return out
+
+
+def hf_config(model_config, architecture_class: str, **extra) -> dict:
+  return dict(architectures=[architecture_class], model_type="electra",
+              **hf_mapping.hf_config_dict(model_config), **extra)
+
+
+def write_hf(out_dir: str, source: Source, target: str, overwrite: bool = False,
+             state: typing.Optional[dict] = None, config: typing.Optional[dict] = None) -> str:
+  """A transformers directory: ``config.json``, ``model.safetensors`` and the tokenizer files.
+
+  ``target`` ``discriminator`` -> ``ElectraForPreTraining``; ``generator`` -> ``ElectraForMaskedLM``
+  (its own config: the generator's width, depth and the shared embedding width). ``state``/``config``
+  override both (used for fine-tuned heads)."""
+  from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
+  arch = source.architecture
+  if state is None:
+    if target == hf_mapping.GENERATOR:
+      if arch.generator is None:
+        raise ConversionError(f"{source.path} holds no generator weights to export")
+      state = hf_mapping.to_hf_state_dict(generator_arrays(source), hf_mapping.GENERATOR)
+      config = hf_config(arch.generator, "ElectraForMaskedLM")
+    else:
+      if not arch.has_discriminator_head:
+        raise ConversionError(f"{source.path} holds no discriminator head; it cannot be an ElectraForPreTraining")
+      state = hf_mapping.to_hf_state_dict(source.arrays, hf_mapping.DISCRIMINATOR)
+      config = hf_config(arch.discriminator, "ElectraForPreTraining")
+  check_vocab(source.vocab_file, arch)
+  with atomic_directory(out_dir, overwrite) as tmp:
+    save_file({k: np.ascontiguousarray(v, np.float32) for k, v in state.items()},
+              os.path.join(tmp, HF_WEIGHT_FILES[0]), metadata={"format": "pt"})
+    with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+      json.dump(config, f, indent=2, sort_keys=True)
+    if source.vocab_file:
+      shutil.copyfile(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
+      lower = True if source.do_lower_case is None else bool(source.do_lower_case)
+      with open(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "ElectraTokenizer", "do_lower_case": lower,
+                   "model_max_length": config.get("max_position_embeddings", 512)}, f, indent=2)
+  return out_dir
+
+
+# ---------------------------------------------------------------------------------------------------
+# Our variables.
+
+
+def assign_arrays(nets_or_variables, arrays: typing.Mapping[str, np.ndarray]) -> typing.List[str]:
+  """Assigns ``arrays`` to the matching reference-named variables (shape-checked); returns the names set."""
+  from electra_tf.checkpoint_names import reference_variables  # pylint: disable=g-import-not-at-top
+  variables = (nets_or_variables if isinstance(nets_or_variables, typing.Mapping)
+               else reference_variables(nets_or_variables))
+  done = []
+  for name, var in variables.items():
+    if name not in arrays:
+      continue
+    value = np.asarray(arrays[name])
+    if tuple(value.shape) != tuple(var.shape):
+      raise ConversionError(f"{name}: checkpoint shape {list(value.shape)} does not match the model's "
+                            f"{list(var.shape)}")
+    var.assign(value.astype(np.float32))
+    done.append(name)
+  return done

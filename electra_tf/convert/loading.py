@@ -1,0 +1,110 @@
+"""``load_pretrained_weights``: one entry point that initialises our networks from any supported format.
+
+Pre-training's ``init_checkpoint`` and fine-tuning's ``--init-checkpoint`` call it. It restores weights
+only (never optimizer slots or the step), so continuing from Google's released checkpoints, which ship
+without Adam slots (google-research/electra issue #25), works with a fresh optimizer.
+"""
+
+import dataclasses
+import typing
+
+from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
+from electra_tf.convert import checkpoints as ckpt
+from electra_tf.convert.architecture import Architecture, ConversionError
+from electra_tf.modeling import ElectraDiscriminator, ElectraEncoder, PretrainingNetworks
+
+
+@dataclasses.dataclass
+class LoadReport:
+  """What ``load_pretrained_weights`` did."""
+  format: str
+  path: str
+  architecture: typing.Optional[Architecture]
+  loaded: typing.List[str]
+  missing: typing.List[str]  # the target's weights the checkpoint does not have (left as initialised)
+  unused: typing.List[str]  # checkpoint weights the target has no place for (e.g. the generator)
+  global_step: typing.Optional[int] = None
+
+  def summary(self) -> str:
+    text = f"loaded {len(self.loaded)} weights from {self.format} checkpoint {self.path}"
+    if self.architecture is not None:
+      text += f" ({self.architecture.describe()})"
+    if self.global_step is not None:
+      text += f"; it was saved at step {self.global_step} (the optimizer and step start fresh)"
+    if self.missing:
+      text += f"; {len(self.missing)} not in the checkpoint keep their initialisation: {_abbrev(self.missing)}"
+    if self.unused:
+      text += f"; {len(self.unused)} unused: {_abbrev(self.unused)}"
+    return text
+
+
+def _abbrev(names, n=3):
+  names = sorted(names)
+  return ", ".join(names[:n]) + (f", ... (+{len(names) - n})" if len(names) > n else "")
+
+
+def target_variables(target) -> dict:
+  """``{reference_name: variable}`` for whatever we are loading into.
+
+  Accepts ``PretrainingNetworks``, an ``ElectraDiscriminator``, an ``ElectraEncoder`` (scope ``electra``),
+  any object with a ``reference_variables()`` method (fine-tuning models: encoder plus
+  ``task_specific/<task>/...`` heads), any object with an ``encoder`` attribute, or such a dict itself."""
+  if isinstance(target, typing.Mapping):
+    return dict(target)
+  if isinstance(target, PretrainingNetworks):
+    return reference_variables(target)
+  if callable(getattr(target, "reference_variables", None)):
+    return dict(target.reference_variables())
+  if isinstance(target, ElectraDiscriminator):
+    return {**encoder_variables(target.encoder, "electra", embeddings_scope="electra"),
+            **discriminator_head_variables(target.head)}
+  encoder = target if isinstance(target, ElectraEncoder) else getattr(target, "encoder", None)
+  if isinstance(encoder, ElectraEncoder):
+    return encoder_variables(encoder, "electra", embeddings_scope="electra")
+  raise TypeError(f"cannot load ELECTRA weights into a {type(target).__name__}")
+
+
+def load_pretrained_weights(path: str, target, require_all: bool = False,
+                            generator_path: typing.Optional[str] = None) -> LoadReport:
+  """Initialises ``target``'s weights from ``path`` and returns a ``LoadReport``.
+
+  ``path`` may be a reference TF1 checkpoint (prefix, ``.index`` or directory; recognised by its variable
+  names, Adam slots ignored), this project's model directory, a Hugging Face directory (plus an optional
+  ``generator_path``), or a TF2 object checkpoint of ``PretrainingNetworks`` saved by pre-training.
+  Weights are matched by reference name and shape-checked; with ``require_all`` a target weight absent
+  from the checkpoint is an error, otherwise it keeps its initialisation and is listed in the report.
+  Raises ``ConversionError`` (one line) for a missing file, another architecture or a shape mismatch."""
+  fmt, resolved = ckpt.detect_format(path)
+  if fmt == ckpt.TF2:
+    return _load_object_checkpoint(resolved, target)
+  source = ckpt.read_source(path, generator_path)
+  variables = target_variables(target)
+  available = {**source.arrays, **source.extra}
+  loaded = ckpt.assign_arrays(variables, available)
+  missing = sorted(set(variables) - set(loaded))
+  if require_all and missing:
+    raise ConversionError(f"{path} lacks {len(missing)} weights the model needs: {_abbrev(missing)}")
+  unused = sorted(set(available) - set(loaded))
+  return LoadReport(source.format, source.path, source.architecture, loaded, missing, unused, source.global_step)
+
+
+def _load_object_checkpoint(prefix: str, target) -> LoadReport:
+  """Pre-training's own TF2 checkpoints restore by object structure, not by name."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if isinstance(target, PretrainingNetworks):
+    parts = {k: v for k, v in (("discriminator", target.discriminator), ("generator", target.generator))
+             if v is not None}
+  elif isinstance(target, ElectraDiscriminator):
+    parts = {"discriminator": target}
+  else:
+    raise ConversionError(f"{prefix} is a TF2 object checkpoint; it restores into PretrainingNetworks or an "
+                          "ElectraDiscriminator only (import it into a model directory for anything else)")
+  variables = target_variables(target)
+  before = {n: v.numpy().copy() for n, v in variables.items()}
+  tf.train.Checkpoint(**parts).read(prefix).expect_partial()
+  # The object graph does not say which of our weights it covered; a restored weight has changed.
+  loaded = [n for n, v in variables.items() if not (v.numpy() == before[n]).all()]
+  if not loaded:
+    raise ConversionError(f"{prefix}: no weight of this TF2 checkpoint matched the model's structure")
+  missing = sorted(set(variables) - set(loaded))
+  return LoadReport(ckpt.TF2, prefix, None, loaded, missing, [])

@@ -1,0 +1,45 @@
+"""Helpers shared by the conversion tests: perturbed networks, inputs, our and transformers' logits."""
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.checkpoint_names import reference_variables
+from electra_tf.configs import PretrainingConfig
+from electra_tf.modeling import build_pretraining_networks
+
+
+def perturbed_networks(preset=None, seed=0, **hparams):
+  """Networks whose every weight (LayerNorm, biases, output_bias included) is random, so a swapped
+  gamma/beta or a missing transpose cannot pass a parity test by accident."""
+  nets = build_pretraining_networks(PretrainingConfig.create(preset=preset, **hparams))
+  rng = np.random.default_rng(seed)
+  for var in {id(v): v for v in reference_variables(nets).values()}.values():
+    var.assign(var.numpy() + rng.normal(0.0, 0.05, var.shape).astype(np.float32))
+  return nets
+
+
+def random_inputs(vocab_size, batch=2, seq=12, seed=1):
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(0, vocab_size, (batch, seq)).astype(np.int32)
+  mask = np.ones_like(ids)
+  mask[1, seq - 4:] = 0  # padding in the second row
+  segments = np.zeros_like(ids)
+  segments[:, seq // 2:] = 1
+  return ids, mask, segments
+
+
+def our_logits(model, inputs):
+  ids, mask, seg = (tf.constant(x) for x in inputs)
+  return model(ids, mask, seg, training=False)["logits"].numpy()
+
+
+def hf_logits(model, inputs):
+  import torch  # pylint: disable=g-import-not-at-top
+  ids, mask, seg = (torch.tensor(x, dtype=torch.long) for x in inputs)
+  model.eval()
+  with torch.no_grad():
+    return model(input_ids=ids, attention_mask=mask, token_type_ids=seg).logits.numpy()
+
+
+def max_diff(a, b):
+  return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
