@@ -8,7 +8,7 @@ Formats (``detect_format``):
 
     <dir>/electra_config.json   format tag, detected Architecture, pre-training hparams, casing, source
     <dir>/vocab.txt             the vocab (when one was given or found next to the source)
-    <dir>/weights/ckpt-1.*      tf.train.Checkpoint(discriminator=..., generator=...) of our networks
+    <dir>/weights/model.ckpt.*  the weights in the reference's TF1 layout (names of spec section 4)
 
 * ``huggingface``: a transformers directory (``config.json`` + ``model.safetensors`` or
   ``pytorch_model.bin``) of ``ElectraForPreTraining`` / ``ElectraForMaskedLM`` / ``ElectraModel``.
@@ -38,7 +38,7 @@ TF1, MODEL_DIR, HF, TF2 = "tf1", "electra-tf", "huggingface", "tf2"
 CONFIG_FILE = "electra_config.json"
 FORMAT_TAG = "electra-tf-model"
 VOCAB_FILE = "vocab.txt"
-WEIGHTS_PREFIX = os.path.join("weights", "ckpt")
+WEIGHTS_PREFIX = os.path.join("weights", "model.ckpt")
 HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -233,18 +233,14 @@ def _hf_lower_case(path: str) -> typing.Optional[bool]:
 
 
 def read_model_dir(path: str) -> Source:
-  """This project's model directory: rebuild the networks from the JSON, restore, read by reference name."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf.checkpoint_names import reference_variables  # pylint: disable=g-import-not-at-top
+  """This project's model directory: its reference-named weights plus the recorded architecture."""
   meta = read_model_config(path)
-  arch = Architecture.from_json(meta["architecture"])
-  nets = arch.build_networks()
-  tf.train.Checkpoint(**_checkpoint_parts(nets, arch)).read(os.path.join(path, WEIGHTS_PREFIX + "-1")) \
-      .assert_existing_objects_matched()
-  arrays = {n: v.numpy() for n, v in reference_variables(nets).items() if holds_weight(arch, n)}
+  source = read_tf1(os.path.join(path, WEIGHTS_PREFIX))
   vocab = os.path.join(path, VOCAB_FILE)
-  return Source(MODEL_DIR, path, arrays, arch, vocab_file=vocab if os.path.isfile(vocab) else None,
-                do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
+  return dataclasses.replace(source, format=MODEL_DIR, path=path,
+                             architecture=Architecture.from_json(meta["architecture"]),
+                             vocab_file=vocab if os.path.isfile(vocab) else None,
+                             do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
 
 
 def read_model_config(path: str) -> dict:
@@ -278,13 +274,6 @@ def holds_weight(arch: Architecture, name: str) -> bool:
   if name.startswith(("generator/", "generator_predictions/")):
     return arch.generator is not None
   return True
-
-
-def _checkpoint_parts(nets, arch: Architecture) -> dict:
-  parts = {"discriminator": nets.discriminator}
-  if arch.generator is not None:
-    parts["generator"] = nets.generator
-  return {k: v for k, v in parts.items() if v is not None}
 
 
 def source_from_networks(nets, vocab_file: typing.Optional[str] = None, do_lower_case: bool = True,
@@ -331,19 +320,25 @@ class atomic_directory:  # pylint: disable=invalid-name
     return False
 
 
+def _save_bundle(prefix: str, arrays: typing.Mapping[str, np.ndarray], global_step: int):
+  """A V2 checkpoint bundle with exactly these names (what a tf.compat.v1 Saver writes for variables of
+  those names), readable by ``tf.train.load_checkpoint`` and the reference's ``init_from_checkpoint``."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  names = sorted(arrays)
+  tensors = [tf.constant(np.asarray(arrays[n], np.float32)) for n in names]
+  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names + ["global_step"], shape_and_slices=[""] * (len(names) + 1),
+                    tensors=tensors + [tf.constant(int(global_step), tf.int64)])
+
+
 def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step: int = 0,
               vocab_file: typing.Optional[str] = None, overwrite: bool = False) -> str:
   """A reference-layout checkpoint ``<out_dir>/model.ckpt-<step>`` (+ ``checkpoint`` state file and vocab),
   with exactly the given names and shapes plus ``global_step`` (int64), and no optimizer slots, as the
   released checkpoints. Returns the prefix."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  name = f"model.ckpt-{int(global_step)}"
+  global_step = int(global_step or 0)
+  name = f"model.ckpt-{global_step}"
   with atomic_directory(out_dir, overwrite) as tmp:
-    names = sorted(arrays)
-    tensors = [tf.constant(np.asarray(arrays[n], np.float32)) for n in names]
-    tf.raw_ops.SaveV2(prefix=os.path.join(tmp, name), tensor_names=names + ["global_step"],
-                      shape_and_slices=[""] * (len(names) + 1),
-                      tensors=tensors + [tf.constant(int(global_step), tf.int64)])
+    _save_bundle(os.path.join(tmp, name), arrays, global_step)
     with open(os.path.join(tmp, "checkpoint"), "w", encoding="utf-8") as f:  # so a directory resolves
       f.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
     if vocab_file:
@@ -351,21 +346,25 @@ def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step
   return os.path.join(out_dir, name)
 
 
-def write_model_dir(out_dir: str, source: Source, overwrite: bool = False, nets=None) -> str:
-  """This project's model directory from any ``Source`` (see the module docstring for the layout)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> str:
+  """This project's model directory from any ``Source`` (see the module docstring for the layout).
+
+  The weights are stored by reference name, not as a TF2 object graph: Keras 3 layers held in Python lists
+  (our transformer stack) are invisible to ``tf.train.Checkpoint``, and names keep the file independent of
+  how a model object happens to be assembled."""
   arch = source.architecture
   check_vocab(source.vocab_file, arch)
-  if nets is None:
-    nets = arch.build_networks()
-    assign_arrays(nets, source.arrays)
+  arrays = {n: v for n, v in source.arrays.items() if holds_weight(arch, n)}
+  parts = sorted({"discriminator": True, "discriminator_head": arch.has_discriminator_head,
+                  "generator": arch.generator is not None}.items())
   meta = dict(format=FORMAT_TAG, version=1, architecture=arch.to_json(),
               pretraining_hparams=arch.pretraining_hparams(), description=arch.describe(),
               do_lower_case=source.do_lower_case if source.do_lower_case is not None else True,
               source=dict(format=source.format, path=os.path.abspath(source.path)),
-              global_step=source.global_step, weights=sorted(_checkpoint_parts(nets, arch)))
+              global_step=source.global_step, weights=[k for k, held in parts if held])
   with atomic_directory(out_dir, overwrite) as tmp:
-    tf.train.Checkpoint(**_checkpoint_parts(nets, arch)).write(os.path.join(tmp, WEIGHTS_PREFIX + "-1"))
+    os.makedirs(os.path.join(tmp, os.path.dirname(WEIGHTS_PREFIX)))
+    _save_bundle(os.path.join(tmp, WEIGHTS_PREFIX), arrays, source.global_step or 0)
     if source.vocab_file:
       shutil.copyfile(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
     with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
