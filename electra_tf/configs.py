@@ -287,6 +287,8 @@ class FinetuningConfig(HParams):
   mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
   use_xla: bool = field(False, "XLA-compile the replica step")
   eval_every_epoch: bool = field(False, "evaluate on dev after every epoch")
+  skip_bad_rows: bool = field(False, "log and skip malformed data rows (the reference's behaviour) "
+                              "instead of stopping with the file and line")
 
   @classmethod
   def create(cls, model_name: str = "electra_small", data_dir: str = "", **overrides) -> "FinetuningConfig":

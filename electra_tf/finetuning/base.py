@@ -1,0 +1,110 @@
+"""Shared pieces of the fine-tuning tasks: errors, TSV reading, the Task interface, feature stacking.
+
+Every task turns raw files into ``Example`` objects, featurizes them into flat dicts of ints/floats and
+fixed-length lists (the reference's ``feature_spec``), and names its head and scorer. Features of all
+tasks share ``input_ids``, ``input_mask``, ``segment_ids`` and ``task_id``; task-specific keys are
+prefixed with the task name, so a multi-task batch can carry every task's labels (zeros where unused).
+"""
+
+import logging
+import os
+import typing
+
+import numpy as np
+
+log = logging.getLogger("electra_tf.finetuning")
+
+
+
+class DataError(ValueError):
+  """A task file is missing or malformed; the message names the file and (1-based) line."""
+
+  def __init__(self, path, line, message):
+    where = f"{path}:{line}" if line else str(path)
+    super().__init__(f"{where}: {message}")
+    self.path, self.line = path, line
+
+
+class FeatureSpec(typing.NamedTuple):
+  """One model input: name, per-example shape ([] scalar) and numpy dtype."""
+  name: str
+  shape: tuple
+  dtype: type = np.int32
+
+
+def common_feature_specs(max_seq_length: int):
+  return [FeatureSpec("input_ids", (max_seq_length,)), FeatureSpec("input_mask", (max_seq_length,)),
+          FeatureSpec("segment_ids", (max_seq_length,)), FeatureSpec("task_id", ())]
+
+
+def read_tsv(path: str) -> typing.List[typing.Tuple[int, list]]:
+  """[(1-based line number, columns)] of a tab-separated file; raises DataError if it is missing.
+
+  Lines end at "\n" only and fields split at tabs with no quoting (the reference reads GLUE files with
+  ``quotechar=None``); other Unicode line separators (U+0085, U+2028) stay inside the text, as in the data.
+  """
+  if not os.path.isfile(path):
+    raise DataError(path, None, "file not found")
+  rows = []
+  with open(path, "r", encoding="utf-8", newline="") as f:
+    for line_no, line in enumerate(f, 1):
+      rows.append((line_no, line.rstrip("\r\n").split("\t")))
+  return rows
+
+
+def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int):
+  """The reference's heuristic: pop from the longer sequence until the pair fits (in place)."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+
+
+def pad(values: list, length: int, value=0) -> list:
+  return list(values) + [value] * (length - len(values))
+
+
+class Task:
+  """A fine-tuning task. Subclasses set ``name``, ``head_type`` and implement the reading,
+  featurization and scoring. ``task_index`` is the task's position in ``config.task_names``."""
+
+  name = "task"
+  head_type = "classification"  # classification | regression | qa | tagging
+  test_splits = ("test",)
+
+  def __init__(self, config, tokenizer):
+    self.config = config
+    self.tokenizer = tokenizer
+    self.task_index = config.task_names.index(self.name) if self.name in config.task_names else 0
+    self.source = None  # a tfds_source.TFDSSource when data_source == "tfds"
+
+  @property
+  def data_dir(self) -> str:
+    return os.path.join(self.config.raw_data_dir, self.name)
+
+  def get_examples(self, split: str) -> list:
+    raise NotImplementedError
+
+  def featurize(self, examples: list, is_training: bool) -> list:
+    """Examples -> list of feature dicts (QA may give several per example)."""
+    raise NotImplementedError
+
+  def feature_specs(self) -> typing.List[FeatureSpec]:
+    raise NotImplementedError
+
+  def get_scorer(self, split: str = "dev"):
+    raise NotImplementedError
+
+
+def stack_features(features: list, specs: typing.Sequence[FeatureSpec], n_tasks: int,
+                   pad_to_multiple: int = 1) -> typing.Dict[str, np.ndarray]:
+  """Feature dicts -> {name: array [N, ...]}; keys a feature lacks are zero. With ``pad_to_multiple``,
+  dummy rows (task_id = n_tasks, zero loss, skipped when scoring) pad N up to a multiple, as the
+  reference pads its TFRecords to a batch multiple."""
+  n = len(features)
+  n_padded = -(-n // pad_to_multiple) * pad_to_multiple if n else pad_to_multiple
+  arrays = {s.name: np.zeros((n_padded,) + tuple(s.shape), s.dtype) for s in specs}
+  for i, feature in enumerate(features):
+    for key, value in feature.items():
+      if key in arrays:
+        arrays[key][i] = value
+  arrays["task_id"][n:] = n_tasks
+  return arrays

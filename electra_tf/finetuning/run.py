@@ -1,0 +1,208 @@
+"""``run_finetuning(config)``: trials of train -> evaluate -> write, as the reference's ``run_finetuning``.
+
+Per trial t (1-based; seed = ``config.seed + t - 1``): build the model, load ``init_checkpoint`` by
+reference names, train, save to ``finetuning_models/<tasks>_model_<t>``, score dev, optionally write
+test predictions and GLUE submission files, and rewrite ``results/<tasks>_results.{txt,pkl,json}``
+with every trial so far plus the median / mean / std summary.
+"""
+
+import itertools
+import os
+import random
+import shutil
+import time
+import typing
+
+import numpy as np
+
+from electra_tf.distribution import get_strategy
+from electra_tf.finetuning import outputs
+from electra_tf.finetuning.base import DataError, log, stack_features
+from electra_tf.finetuning.classification import GLUE_SUBMISSION_NAMES, GlueTask, RegressionTask
+from electra_tf.finetuning.qa import QATask
+from electra_tf.finetuning.tasks import get_tasks
+from electra_tf.finetuning.trainer import Trainer, num_train_steps
+from electra_tf.hparams import HParamError
+
+NO_CHECKPOINT = ("", "none", "None", "random")
+
+
+class FinetuningData:
+  """Featurizes each split once and keeps the stacked arrays for every trial."""
+
+  def __init__(self, config, tasks):
+    self.config, self.tasks = config, tasks
+    specs = {}
+    for task in tasks:
+      for spec in task.feature_specs():
+        specs.setdefault(spec.name, spec)
+    self.specs = list(specs.values())
+    self._cache = {}
+
+  def train_arrays(self) -> dict:
+    if "train" not in self._cache:
+      features = []
+      for task in self.tasks:
+        task_features = task.featurize(task.get_examples("train"), True)
+        log.info("%s: %d training features", task.name, len(task_features))
+        features.extend(task_features)
+      random.Random(self.config.seed).shuffle(features)  # the reference shuffles before writing
+      self._cache["train"] = stack_features(features, self.specs, len(self.tasks),
+                                            self.config.train_batch_size)
+    return self._cache["train"]
+
+  def eval_arrays(self, task, split: str, batch_size: int) -> dict:
+    key = (task.name, split)
+    if key not in self._cache:
+      features = (task.eval_features(split) if isinstance(task, QATask)
+                  else task.featurize(task.get_examples(split), False))
+      self._cache[key] = stack_features(features, self.specs, len(self.tasks), batch_size)
+    return self._cache[key]
+
+
+def resolve_init_checkpoint(config) -> typing.Optional[str]:
+  path = config.init_checkpoint
+  if path in NO_CHECKPOINT or path is None:
+    return None
+  if not os.path.exists(path) and not os.path.exists(path + ".index"):
+    raise DataError(path, None, "init checkpoint not found (pass --init-checkpoint PATH to a pre-trained "
+                    "model, or --init-checkpoint none to fine-tune from random weights)")
+  return path
+
+
+class FinetuningRun:
+  """One invocation: tasks, data, strategy and the trial loop."""
+
+  def __init__(self, config, tokenizer=None, progress: bool = True):
+    from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
+    self.config = config
+    if config.num_trials == 0:
+      raise HParamError("num_trials is 0: nothing to run")
+    self.tokenizer = tokenizer or load_tokenizer(config.vocab_file, config.do_lower_case)
+    self.tasks = get_tasks(config, self.tokenizer)
+    self.data = FinetuningData(config, self.tasks)
+    self.tasks_key = "_".join(config.task_names)
+    self.results_dir = os.path.join(config.model_dir, "results")
+    self.strategy = get_strategy(config.strategy, config.tpu_name)
+    self.progress = progress
+    self.trial_results = []
+    self.init_checkpoint = resolve_init_checkpoint(config)
+
+  def model_dir(self, trial: int) -> str:
+    return os.path.join(self.config.model_dir, "finetuning_models", f"{self.tasks_key}_model_{trial}")
+
+  def qa_dir(self) -> str:
+    return os.path.join(self.results_dir, f"{self.tasks_key}_qa")
+
+  # ---- evaluation ---------------------------------------------------------------------------------------
+
+  def evaluate(self, trainer: Trainer, split: str = "dev") -> dict:
+    results = {}
+    bs = self.config.eval_batch_size
+    for task in self.tasks:
+      outs = trainer.predict(self.data.eval_arrays(task, split, bs), bs)[task.name]
+      scorer = task.get_scorer(split)
+      if isinstance(task, QATask):
+        scorer.output_dir = self.qa_dir()
+      scorer.update(outs)
+      results[task.name] = scorer.get_results()
+      log.info("%s %s: %s", task.name, split, " - ".join(f"{k}: {v:.2f}" for k, v in results[task.name].items()))
+    return results
+
+  def write_test_outputs(self, trainer: Trainer, trial: int):
+    """Test predictions (``test_predictions/<task>_<split>_<trial>_predictions.pkl``: eid -> logits, or the
+    prediction for STS; SQuAD/MRQA: ``.json`` id -> text) and GLUE-server files
+    (``glue_submission/<tasks>_<trial>/<SST-2|MNLI-m|...>.tsv``)."""
+    bs = self.config.predict_batch_size
+    pred_dir = os.path.join(self.config.model_dir, "test_predictions")
+    glue_dir = os.path.join(self.config.model_dir, "glue_submission", f"{self.tasks_key}_{trial}")
+    for task in self.tasks:
+      if not isinstance(task, (GlueTask, QATask)):
+        continue
+      for split in task.test_splits:
+        outs = trainer.predict(self.data.eval_arrays(task, split, bs), bs)[task.name]
+        stem = os.path.join(pred_dir, f"{task.name}_{split}_{trial}_predictions")
+        if isinstance(task, QATask):
+          scorer = task.get_scorer(split)
+          scorer.update(outs)
+          predictions, _ = scorer.decode()
+          outputs.write_json(stem + ".json", predictions)
+          continue
+        values = outs["predictions"] if isinstance(task, RegressionTask) else outs["logits"]
+        outputs.write_pickle(stem + ".pkl", {int(e): v for e, v in zip(outs["eid"], values)})
+        name = GLUE_SUBMISSION_NAMES.get((task.name, split), task.glue_name)
+        outputs.write_glue_submission(os.path.join(glue_dir, f"{name}.tsv"), outs["eid"],
+                                      [task.glue_label(p) for p in outs["predictions"]])
+
+  # ---- trials -------------------------------------------------------------------------------------------
+
+  def run_trial(self, trial: int) -> dict:
+    cfg = self.config
+    seed = cfg.seed + trial - 1
+    trainer = Trainer(cfg, self.tasks, self.strategy, seed)
+    if self.init_checkpoint:
+      from electra_tf.convert import load_pretrained_weights  # pylint: disable=g-import-not-at-top
+      report = load_pretrained_weights(self.init_checkpoint, trainer.model)
+      log.info(report.summary())
+      encoder_missing = [n for n in report.missing if n.startswith("electra/")]
+      if encoder_missing:
+        raise DataError(self.init_checkpoint, None, f"checkpoint lacks {len(encoder_missing)} encoder weights "
+                        f"(e.g. {encoder_missing[0]}); is it the right model size?")
+    results = {"trial": trial, "seed": seed}
+    model_dir = self.model_dir(trial)
+    if cfg.do_train:
+      arrays = self.data.train_arrays()
+      n_padded = len(arrays["task_id"])
+      steps = num_train_steps(n_padded, cfg.train_batch_size, cfg.num_train_epochs)
+      if steps < 1:
+        raise HParamError(f"{n_padded} training examples give 0 steps at batch size {cfg.train_batch_size}")
+      per_epoch = max(1, n_padded // cfg.train_batch_size)
+      on_epoch = (lambda epoch: self.evaluate(trainer)) if cfg.do_eval and cfg.eval_every_epoch else None
+      if os.path.isdir(model_dir):
+        shutil.rmtree(model_dir)  # the reference wipes the trial's model directory
+      stats = trainer.train(arrays, steps, per_epoch, on_epoch, os.path.join(model_dir, "tensorboard"),
+                            self.progress)
+      log.info("trained %d steps, %.1f examples/s", stats["global_step"], stats["examples_per_second"])
+      self.save(trainer, model_dir, stats["global_step"])
+    if cfg.do_eval:
+      results.update(self.evaluate(trainer))
+    if cfg.write_test_outputs and trial <= cfg.n_writes_test:
+      self.write_test_outputs(trainer, trial)
+    if not cfg.keep_all_models and os.path.isdir(model_dir):
+      shutil.rmtree(model_dir)
+    return results
+
+  def save(self, trainer: Trainer, model_dir: str, step: int):
+    """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots)."""
+    from electra_tf.convert import write_tf1  # pylint: disable=g-import-not-at-top
+    arrays = {n: v.numpy() for n, v in trainer.reference_variables().items()}
+    vocab = self.config.vocab_file if os.path.isfile(self.config.vocab_file) else None
+    tb = os.path.join(model_dir, "tensorboard")
+    keep = os.path.join(os.path.dirname(model_dir), f".tb_{os.path.basename(model_dir)}")
+    if os.path.isdir(tb):  # write_tf1 replaces the directory; keep the event files
+      shutil.move(tb, keep)
+    write_tf1(model_dir, arrays, step, vocab, overwrite=True)
+    if os.path.isdir(keep):
+      shutil.move(keep, tb)
+
+  def run(self) -> typing.List[dict]:
+    cfg = self.config
+    trials = itertools.count(1) if cfg.num_trials < 0 else range(1, cfg.num_trials + 1)
+    summary = {}
+    for trial in trials:
+      start = time.time()
+      results = self.run_trial(trial)
+      results["time"] = time.time() - start
+      self.trial_results.append(results)
+      if cfg.do_eval:
+        summary = outputs.write_results(self.results_dir, self.tasks_key, self.trial_results)
+        print(outputs.format_results([results]), end="", flush=True)
+        if len(self.trial_results) > 1:
+          print(outputs.format_summary(summary), end="", flush=True)
+    self.summary = summary
+    return self.trial_results
+
+
+def run_finetuning(config, tokenizer=None, progress: bool = True) -> typing.List[dict]:
+  """Runs every trial of ``config`` and returns the per-trial results (see module docstring)."""
+  return FinetuningRun(config, tokenizer, progress).run()

@@ -1,0 +1,173 @@
+"""Chunking (CoNLL-2000 layout): words tagged on their first sub-token, tags converted to BIOES.
+
+File: one ``word ... tag`` per line (word = first column, tag = last column), a blank line between
+sentences, ``-DOCSTART-`` lines skipped. The label map is the sorted set of BIOES tags of
+train/dev/test, pickled under ``<model_dir>/finetuning_data_cache/`` so later runs reuse it.
+"""
+
+import os
+import pickle
+import typing
+
+import numpy as np
+
+from electra_tf.finetuning.base import DataError, FeatureSpec, Task, common_feature_specs, pad
+from electra_tf.finetuning.scorers.tagging import EntityLevelF1Scorer, get_span_labels, get_tags
+
+LABEL_ENCODING = "BIOES"
+
+
+class TaggingExample(typing.NamedTuple):
+  eid: int
+  task_name: str
+  words: tuple
+  tags: tuple      # the file's tags
+  labels: list     # ids of the BIOES tags
+
+
+def read_conll(path: str) -> typing.List[typing.Tuple[tuple, tuple]]:
+  """[(words, tags)] of a CoNLL file; raises DataError for a missing file or a one-column line."""
+  if not os.path.isfile(path):
+    raise DataError(path, None, "file not found")
+  sentences, sentence = [], []
+  with open(path, "r", encoding="utf-8") as f:
+    for line_no, line in enumerate(f, 1):
+      cols = line.strip().split()
+      if not cols:
+        if sentence:
+          sentences.append(tuple(zip(*sentence)))
+          sentence = []
+        continue
+      if cols[0] == "-DOCSTART-":
+        continue
+      if len(cols) < 2:
+        raise DataError(path, line_no, f"expected 'word ... tag', got {line.strip()!r}")
+      sentence.append((cols[0], cols[-1]))
+  if sentence:
+    sentences.append(tuple(zip(*sentence)))
+  return sentences
+
+
+def to_bioes(tags) -> list:
+  return get_tags(get_span_labels(list(tags)), len(tags), LABEL_ENCODING)
+
+
+def tokenize_and_align(tokenizer, words, cased: bool = False) -> typing.List[list]:
+  """Word pieces of ``[CLS] words [SEP]``, one list per word (the reference's ``tokenize_and_align``):
+  each word is cleaned, lowercased and accent-stripped unless ``cased``, split on punctuation and
+  word-pieced on its own."""
+  basic = tokenizer.basic_tokenizer
+  out = []
+  for word in ["[CLS]"] + list(words) + ["[SEP]"]:
+    word = basic._clean_text(word)  # pylint: disable=protected-access
+    if word in ("[CLS]", "[SEP]"):
+      pieces = [word]
+    else:
+      if not cased:
+        word = basic._run_strip_accents(word.lower())  # pylint: disable=protected-access
+      pieces = basic._run_split_on_punc(word)  # pylint: disable=protected-access
+    out.append([p for piece in pieces for p in tokenizer.wordpiece_tokenizer.tokenize(piece)])
+  return out
+
+
+class Chunking(Task):
+  name = "chunk"
+  head_type = "tagging"
+  test_splits = ("test",)
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, tokenizer)
+    self._label_mapping = None
+
+  @property
+  def label_mapping_path(self) -> str:
+    return os.path.join(self.config.model_dir, "finetuning_data_cache",
+                        ("debug_" if self.config.debug else "") + f"{self.name}_label_mapping.pkl")
+
+  def _sentences(self, split):
+    return read_conll(os.path.join(self.data_dir, f"{split}.txt"))
+
+  def label_mapping(self, provided_split=None, provided=None) -> dict:
+    """Sorted BIOES tags of every split present -> ids (pickled once, as the reference)."""
+    if self._label_mapping is not None:
+      return self._label_mapping
+    if os.path.exists(self.label_mapping_path):
+      with open(self.label_mapping_path, "rb") as f:
+        self._label_mapping = pickle.load(f)
+      return self._label_mapping
+    tags = set()
+    for split in ("train", "dev", "test"):
+      if split == provided_split:
+        sentences = provided
+      elif os.path.exists(os.path.join(self.data_dir, f"{split}.txt")):
+        sentences = self._sentences(split)
+      else:
+        continue
+      for _, sentence_tags in sentences:
+        tags.update(to_bioes(sentence_tags))
+    if not tags:
+      raise DataError(self.data_dir, None, "no tagged sentences in train/dev/test.txt")
+    self._label_mapping = {t: i for i, t in enumerate(sorted(tags))}
+    os.makedirs(os.path.dirname(self.label_mapping_path), exist_ok=True)
+    tmp = self.label_mapping_path + ".tmp"
+    with open(tmp, "wb") as f:
+      pickle.dump(self._label_mapping, f)
+    os.replace(tmp, self.label_mapping_path)
+    return self._label_mapping
+
+  def get_examples(self, split):
+    sentences = self._sentences(split)
+    mapping = self.label_mapping(split, sentences)
+    path = os.path.join(self.data_dir, f"{split}.txt")
+    examples = []
+    for i, (words, tags) in enumerate(sentences):
+      bioes = to_bioes(tags)
+      unknown = [t for t in bioes if t not in mapping]
+      if unknown:
+        raise DataError(path, None, f"sentence {i + 1}: tag {unknown[0]!r} is not in the label map "
+                        f"{self.label_mapping_path} (delete it if the data changed)")
+      examples.append(TaggingExample(i, self.name, words, tags, [mapping[t] for t in bioes]))
+    if not examples:
+      raise DataError(path, None, "no sentences")
+    return examples
+
+  def featurize(self, examples, is_training):
+    """Words that do not fit are cut (the reference ends the input with [SEP] at the word that would
+    overflow); labels are word-aligned, positions point at each word's first piece."""
+    max_len = self.config.max_seq_length
+    vocab = self.tokenizer.vocab
+    features = []
+    for example in examples:
+      words_to_tokens = tokenize_and_align(self.tokenizer, example.words)
+      input_ids, positions = [], []
+      for word_tokens in words_to_tokens:
+        if len(words_to_tokens) + len(input_ids) + 1 > max_len:
+          input_ids.append(vocab["[SEP]"])
+          break
+        if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:
+          positions.append(len(input_ids))
+        input_ids.extend(vocab[t] for t in word_tokens)
+      input_ids = input_ids[:max_len]
+      positions = [p for p in positions if p < max_len]
+      features.append({
+          "input_ids": pad(input_ids, max_len), "input_mask": pad([1] * len(input_ids), max_len),
+          "segment_ids": pad([1] * len(input_ids), max_len),  # the reference's quirk: all 1
+          "task_id": self.task_index, f"{self.name}_eid": example.eid,
+          f"{self.name}_labels": pad(example.labels[:len(positions)], max_len),
+          f"{self.name}_labels_mask": pad([1.0] * len(positions), max_len, 0.0),
+          f"{self.name}_labeled_positions": pad(positions, max_len)})
+    return features
+
+  def feature_specs(self):
+    n = self.config.max_seq_length
+    return common_feature_specs(n) + [
+        FeatureSpec(f"{self.name}_eid", ()), FeatureSpec(f"{self.name}_labels", (n,)),
+        FeatureSpec(f"{self.name}_labels_mask", (n,), np.float32),
+        FeatureSpec(f"{self.name}_labeled_positions", (n,))]
+
+  @property
+  def num_outputs(self):
+    return len(self.label_mapping())
+
+  def get_scorer(self, split="dev"):
+    return EntityLevelF1Scorer(self.label_mapping())
