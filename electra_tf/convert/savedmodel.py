@@ -1,0 +1,304 @@
+"""SavedModel export of a fine-tuned classifier, regressor or QA model for serving on raw strings.
+
+The serving signature takes ``tf.string`` tensors, tokenizes inside the graph (the project's tensorflow-text
+WordPiece path, whose ids equal the reference tokenizer's; tf-text's ``BertTokenizer`` when that is not
+available), packs ``[CLS] a [SEP] b [SEP]`` with the reference's pair truncation, and runs the encoder and
+the task head. The result loads with ``tf.saved_model.load`` after ``import tensorflow_text`` alone.
+
+Signatures (``serving_default``):
+
+* classification: ``text`` [B] (+ ``text_pair`` [B] for pair tasks) -> ``label`` [B] string, ``label_id`` [B],
+  ``probabilities`` [B, n], ``logits`` [B, n].
+* regression (STS): the same inputs -> ``score`` [B] (on the label scale, 0..5) and ``prediction`` [B] (raw).
+* QA: ``question`` [B], ``context`` [B] -> ``answer`` [B] string (word pieces joined, lowercased as the
+  model sees them), ``start``/``end`` [B] token positions in the packed input, ``score`` [B] (start + end
+  log-probability), ``no_answer_logit`` [B], ``has_answer`` [B] bool (no_answer_logit <= threshold).
+  One window per question: contexts longer than ``max_seq_length`` are truncated (no doc stride).
+"""
+
+import os
+import types
+import typing
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.configs import FinetuningConfig
+from electra_tf.convert.architecture import ConversionError
+from electra_tf.convert.checkpoints import VOCAB_FILE, atomic_directory, check_vocab, read_source
+from electra_tf.convert.loading import load_pretrained_weights
+
+SERVABLE_HEADS = ("classification", "regression", "qa")
+
+
+def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]:
+  """``{task: {"type": ..., "num_outputs": n}}`` read off ``task_specific/<task>/...`` names and shapes:
+  ``qa_hidden`` means QA; otherwise one ``dense`` with 1 output is regression, more is classification
+  (or tagging: same shapes, told apart by the task name)."""
+  tasks = {}
+  for name, value in extra.items():
+    parts = name.split("/")
+    if len(parts) < 4 or parts[0] != "task_specific":
+      continue
+    info = tasks.setdefault(parts[1], {"type": None, "num_outputs": None})
+    if parts[2] == "qa_hidden":
+      info["type"] = "qa"
+    elif parts[2] == "dense" and parts[3] == "kernel":
+      info["num_outputs"] = int(value.shape[-1])
+  for name, info in tasks.items():
+    if info["type"] is None:
+      info["type"] = _registry_type(name) or ("regression" if info["num_outputs"] == 1 else "classification")
+  return tasks
+
+
+def _registry_class(task_name: str):
+  try:
+    from electra_tf.finetuning.tasks import TASKS  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  return TASKS.get(task_name)
+
+
+def _registry_type(task_name: str) -> typing.Optional[str]:
+  cls = _registry_class(task_name)
+  return None if cls is None else cls.head_type
+
+
+def task_defaults(task_name: str, head_type: str, num_outputs: int, config: FinetuningConfig) -> dict:
+  """Labels and whether the task reads a sentence pair, from the fine-tuning task registry when the task
+  is one of the reference's; generic otherwise."""
+  cls = _registry_class(task_name)
+  labels = [f"LABEL_{i}" for i in range(num_outputs)]
+  pair = head_type != "qa"
+  if cls is not None and head_type in ("classification", "regression"):
+    task = cls(config, None)
+    pair = task.columns("dev").text_b is not None
+    if head_type == "classification" and len(task.label_list) == num_outputs:
+      labels = list(task.label_list)
+  return dict(labels=labels, pair=pair)
+
+
+def build_finetuned_model(path: str, task: typing.Optional[str] = None, **config_overrides):
+  """(``FinetuningModel`` with the checkpoint's weights, its one task's info, the ``Source``) for a
+  fine-tuned checkpoint in any format that holds ``task_specific/<task>/`` weights."""
+  from electra_tf.finetuning.model import FinetuningModel  # pylint: disable=g-import-not-at-top
+  source = read_source(path)
+  heads = task_heads(source.extra)
+  if not heads:
+    raise ConversionError(f"{path} holds no fine-tuned head (task_specific/<task>/...); fine-tune it first "
+                          "(a pre-trained checkpoint has nothing to serve)")
+  if task is None:
+    if len(heads) > 1:
+      raise ConversionError(f"{path} holds several tasks ({', '.join(sorted(heads))}); choose one with --task")
+    task = next(iter(heads))
+  if task not in heads:
+    raise ConversionError(f"{path} has no head for task {task!r} (it has {', '.join(sorted(heads))})")
+  info = dict(name=task, **heads[task])
+  if info["type"] not in SERVABLE_HEADS:
+    raise ConversionError(f"task {task!r} has a {info['type']} head; SavedModel export serves "
+                          f"{', '.join(SERVABLE_HEADS)} heads")
+  config = FinetuningConfig.create(task_names=[task], **config_overrides)
+  spec = types.SimpleNamespace(name=task, head_type=info["type"], num_outputs=info["num_outputs"], config=config)
+  model = FinetuningModel(source.architecture.discriminator, [spec])
+  model.build(None)
+  load_pretrained_weights(path, model, require_all=True)
+  info.update(task_defaults(task, info["type"], info["num_outputs"] or 1, config))
+  return model, info, source
+
+
+# ---------------------------------------------------------------------------------------------------
+# In-graph tokenization and packing.
+
+
+def make_tokenizer(vocab_file: str, do_lower_case: bool):
+  """(tokenize fn [B] string -> ragged int64 ids, an object to keep alive on the module).
+
+  Prefers the project's tensorflow-text path (reference-exact normalisation); falls back to tf-text's
+  ``BertTokenizer`` (differs from the reference on control characters and some CJK/accents)."""
+  try:
+    from electra_tf.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
+    tokenizer = FullTokenizer(vocab_file, do_lower_case)
+    if hasattr(tokenizer, "tf_tokenize"):
+      return tokenizer.tf_tokenize, tokenizer
+  except ImportError:
+    pass
+  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+  with open(vocab_file, encoding="utf-8") as f:
+    vocab = [line.strip() for line in f]
+  table = tf.lookup.StaticVocabularyTable(
+      tf.lookup.KeyValueTensorInitializer(vocab, tf.range(len(vocab), dtype=tf.int64)), num_oov_buckets=1)
+  bert = tf_text.BertTokenizer(table, lower_case=do_lower_case, token_out_type=tf.int64)
+  return (lambda text: bert.tokenize(text).merge_dims(1, 2)), bert
+
+
+def truncate_pair_lengths(len_a, len_b, budget):
+  """The reference's ``_truncate_seq_pair`` (pop from the longer, ``b`` on ties, until the pair fits) in
+  closed form: the longer is cut to ``budget - shorter`` when that still leaves it the longer; otherwise both
+  end at half, ``a`` taking the odd token."""
+  shorter = tf.minimum(len_a, len_b)
+  fits = len_a + len_b <= budget
+  longer_cut = budget - shorter >= shorter
+  half_a, half_b = (budget + 1) // 2, budget // 2
+  a_is_longer = len_a > len_b
+  new_a = tf.where(fits, len_a, tf.where(longer_cut, tf.where(a_is_longer, budget - shorter, len_a), half_a))
+  new_b = tf.where(fits, len_b, tf.where(longer_cut, tf.where(a_is_longer, len_b, budget - shorter), half_b))
+  return new_a, new_b
+
+
+def pack(ids_a, ids_b, max_seq_length: int, cls_id: int, sep_id: int, max_a: typing.Optional[int] = None):
+  """Ragged [B, (n)] ids -> int32 ``input_ids``, ``input_mask``, ``segment_ids`` [B, max_seq_length]:
+  ``[CLS] a [SEP]`` (segment 0) + ``b [SEP]`` (segment 1), zero-padded. ``max_a`` first caps ``a`` (the
+  QA query's max_query_length)."""
+  if max_a is not None:
+    ids_a = ids_a[:, :max_a]
+  if ids_b is None:
+    ids_a = ids_a[:, :max_seq_length - 2]
+    segments = [ids_a]
+  else:
+    keep_a, keep_b = truncate_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(), max_seq_length - 3)
+    segments = [_take_prefix(ids_a, keep_a), _take_prefix(ids_b, keep_b)]
+  batch = tf.shape(segments[0].row_splits)[0] - 1
+  cls = tf.fill([batch, 1], tf.constant(cls_id, tf.int64))
+  sep = tf.fill([batch, 1], tf.constant(sep_id, tf.int64))
+  pieces, types_ = [cls], [tf.zeros([batch, 1], tf.int64)]
+  for i, seg in enumerate(segments):
+    seg = tf.cast(seg, tf.int64)
+    pieces += [seg, sep]
+    types_ += [tf.ones_like(seg) * i, tf.fill([batch, 1], tf.constant(i, tf.int64))]
+  ids = tf.concat(pieces, axis=1)
+  segment_ids = tf.concat(types_, axis=1)
+  input_ids = ids.to_tensor(0, shape=[None, max_seq_length])
+  input_mask = tf.ones_like(ids).to_tensor(0, shape=[None, max_seq_length])
+  segment_ids = segment_ids.to_tensor(0, shape=[None, max_seq_length])
+  return tuple(tf.cast(x, tf.int32) for x in (input_ids, input_mask, segment_ids))
+
+
+def _take_prefix(ragged, lengths):
+  """Each row's first ``lengths[i]`` items."""
+  positions = tf.ragged.range(ragged.row_lengths())
+  return tf.ragged.boolean_mask(ragged, positions < tf.cast(lengths, positions.dtype)[:, None])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The serving module.
+
+
+class ServingModule(tf.Module):
+  """Raw strings in, predictions out (see the module docstring for the signatures)."""
+
+  def __init__(self, model, info: dict, vocab_file: str, do_lower_case: bool, max_seq_length: int,
+               config: FinetuningConfig):
+    super().__init__(name="electra_serving")
+    from electra_tf.tokenization import load_vocab  # pylint: disable=g-import-not-at-top
+    vocab = load_vocab(vocab_file)
+    # A closure, not an attribute: tracking the Keras model would make tf.saved_model trace Keras's own
+    # serving function for it, which expects a single tensor input.
+    self._model = lambda: model
+    # Keras 3 layers kept in Python lists are not tracked by tf.Module; list every variable explicitly so
+    # the SavedModel captures them all.
+    self.model_variables = [getattr(v, "value", v) for v in model.weights]
+    self.vocab_asset = tf.saved_model.Asset(vocab_file)
+    self._tokenize, self._tokenizer = make_tokenizer(vocab_file, do_lower_case)
+    self.tokens = tf.constant(list(vocab.keys()))
+    self.info, self.max_seq_length, self.config = info, max_seq_length, config
+    self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    self.labels = tf.constant(info["labels"])
+    self.do_lower_case = tf.constant(bool(do_lower_case))
+    self.task_name = tf.constant(info["name"])
+
+  def _features(self, input_ids, input_mask, segment_ids):
+    batch = tf.shape(input_ids)[0]
+    zeros = tf.zeros([batch], tf.int32)
+    name = self.info["name"]
+    features = dict(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids, task_id=zeros)
+    for key in ("eid", "label_ids", "targets", "start_positions", "end_positions", "is_impossible"):
+      features[f"{name}_{key}"] = zeros  # labels the heads read even when predicting
+    return features
+
+  def run_head(self, input_ids, input_mask, segment_ids):
+    """The fine-tuning model's outputs for this task on packed inputs (no tokenization)."""
+    _, outputs = self._model()(self._features(input_ids, input_mask, segment_ids), training=False)
+    return outputs[self.info["name"]]
+
+  def classify(self, text, text_pair=None):
+    ids_b = None if text_pair is None else self._tokenize(text_pair)
+    packed = pack(self._tokenize(text), ids_b, self.max_seq_length, self.cls_id, self.sep_id)
+    out = self.run_head(*packed)
+    if self.info["type"] == "regression":
+      prediction = out["predictions"]
+      return {"score": prediction * 5.0, "prediction": prediction}  # the model learns label / 5
+    logits = out["logits"]
+    label_id = tf.argmax(logits, -1, output_type=tf.int32)
+    return {"label": tf.gather(self.labels, label_id), "label_id": label_id,
+            "probabilities": tf.nn.softmax(logits), "logits": logits}
+
+  def answer(self, question, context):
+    cfg = self.config
+    packed = pack(self._tokenize(question), self._tokenize(context), self.max_seq_length, self.cls_id,
+                  self.sep_id, max_a=cfg.max_query_length)
+    input_ids, input_mask, segment_ids = packed
+    out = self.run_head(*packed)
+    start_lp, start_idx = out["start_top_log_probs"], out["start_top_index"]   # [B, k]
+    end_lp, end_idx = out["end_top_log_probs"], out["end_top_index"]           # [B, k, k]
+    scores = start_lp[:, :, None] + end_lp
+    starts = tf.broadcast_to(start_idx[:, :, None], tf.shape(end_idx))
+    context_token = tf.cast(segment_ids, tf.bool) & tf.cast(input_mask, tf.bool)
+    valid = ((end_idx >= starts) & (end_idx - starts + 1 <= cfg.max_answer_length)
+             & tf.gather(context_token, starts, batch_dims=1) & tf.gather(context_token, end_idx, batch_dims=1))
+    scores = tf.where(valid, scores, tf.fill(tf.shape(scores), -1e9))
+    batch = tf.shape(scores)[0]
+    best = tf.argmax(tf.reshape(scores, [batch, -1]), -1, output_type=tf.int32)
+    start = tf.gather(tf.reshape(starts, [batch, -1]), best, batch_dims=1)
+    end = tf.gather(tf.reshape(end_idx, [batch, -1]), best, batch_dims=1)
+    score = tf.gather(tf.reshape(scores, [batch, -1]), best, batch_dims=1)
+    positions = tf.range(self.max_seq_length)[None]
+    in_span = (positions >= start[:, None]) & (positions <= end[:, None])
+    pieces = tf.ragged.boolean_mask(tf.gather(self.tokens, input_ids), in_span)
+    text = tf.strings.regex_replace(tf.strings.reduce_join(pieces, axis=-1, separator=" "), " ##", "")
+    no_answer = out["answerable_logit"]
+    has_answer = (no_answer <= cfg.qa_na_threshold) & (score > -1e8)
+    return {"answer": tf.where(has_answer, text, ""), "start": start, "end": end, "score": score,
+            "no_answer_logit": no_answer, "has_answer": has_answer}
+
+  def signatures(self) -> dict:
+    if self.info["type"] == "qa":
+      fn = tf.function(lambda question, context: self.answer(question, context))
+      serve = fn.get_concrete_function(question=tf.TensorSpec([None], tf.string, name="question"),
+                                       context=tf.TensorSpec([None], tf.string, name="context"))
+    elif self.info["pair"]:
+      fn = tf.function(lambda text, text_pair: self.classify(text, text_pair))
+      serve = fn.get_concrete_function(text=tf.TensorSpec([None], tf.string, name="text"),
+                                       text_pair=tf.TensorSpec([None], tf.string, name="text_pair"))
+    else:
+      fn = tf.function(lambda text: self.classify(text))
+      serve = fn.get_concrete_function(text=tf.TensorSpec([None], tf.string, name="text"))
+    packed = tf.function(lambda input_ids, input_mask, segment_ids: self.run_head(input_ids, input_mask,
+                                                                                  segment_ids))
+    int_spec = tf.TensorSpec([None, None], tf.int32)
+    return {"serving_default": serve,
+            "packed": packed.get_concrete_function(int_spec, int_spec, int_spec)}
+
+
+def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None,
+                      vocab_file: typing.Optional[str] = None, do_lower_case: typing.Optional[bool] = None,
+                      max_seq_length: typing.Optional[int] = None,
+                      labels: typing.Optional[typing.Sequence[str]] = None, overwrite: bool = False) -> dict:
+  """Exports a fine-tuned checkpoint's task as a SavedModel; returns the task info that was served."""
+  model, info, source = build_finetuned_model(path, task)
+  vocab_file = vocab_file or source.vocab_file
+  if vocab_file is None:
+    raise ConversionError(f"{path} has no {VOCAB_FILE} beside it; pass --vocab")
+  check_vocab(vocab_file, source.architecture)
+  if labels is not None:
+    if info["type"] == "classification" and len(labels) != info["num_outputs"]:
+      raise ConversionError(f"{len(labels)} labels given but the head has {info['num_outputs']} outputs")
+    info["labels"] = list(labels)
+  lower = do_lower_case if do_lower_case is not None else (
+      source.do_lower_case if source.do_lower_case is not None else True)
+  config = FinetuningConfig.create(task_names=[info["name"]])
+  seq = max_seq_length or config.max_seq_length
+  module = ServingModule(model, info, vocab_file, lower, seq, config)
+  with atomic_directory(out_dir, overwrite) as tmp:
+    tf.saved_model.save(module, tmp, signatures=module.signatures())
+  info.update(do_lower_case=lower, max_seq_length=seq)
+  return info
