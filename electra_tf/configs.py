@@ -287,6 +287,7 @@ class FinetuningConfig(HParams):
   mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
   use_xla: bool = field(False, "XLA-compile the replica step")
   eval_every_epoch: bool = field(False, "evaluate on dev after every epoch")
+  tfds_data_dir: typing.Optional[str] = field(None, "tensorflow-datasets data_dir (null = its default)")
   skip_bad_rows: bool = field(False, "log and skip malformed data rows (the reference's behaviour) "
                               "instead of stopping with the file and line")
 

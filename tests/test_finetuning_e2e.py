@@ -1,0 +1,150 @@
+"""End to end on CPU with tiny models: real rt_polarity / SQuAD sample / OANC POS data, multi-task with
+test outputs and GLUE submission files, the command line, and the TFDS source (mocked, offline)."""
+
+import json
+import os
+import pickle
+import shutil
+
+import pytest
+
+from electra_tf.finetuning import run_finetuning
+from electra_tf.finetuning.run import FinetuningRun
+from electra_tf.finetuning.scorers import squad_v1_evaluate
+from tests.finetuning_helpers import glue_files, tiny_config, write
+
+
+def _sst_dir(tmp_path, data_dir, n_train):
+  src = data_dir / "glue-style" / "rt_polarity"
+  lines = (src / "train.tsv").read_text(encoding="utf-8").split("\n")
+  write(tmp_path / "finetuning_data/sst/train.tsv", "\n".join(lines[:n_train + 1]) + "\n")
+  shutil.copy(src / "dev.tsv", tmp_path / "finetuning_data/sst/dev.tsv")
+
+
+def test_rt_polarity_beats_majority_and_reloads(tmp_path, data_dir, bert_vocab):
+  _sst_dir(tmp_path, data_dir, 3000)
+  model = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
+  cfg = tiny_config(tmp_path, ["sst"], bert_vocab, max_seq_length=64, num_train_epochs=2.0, learning_rate=1e-3,
+                    model_hparam_overrides=model, embedding_size=32, train_batch_size=32, eval_batch_size=32)
+  results = run_finetuning(cfg, progress=False)
+  majority = 100 * 511 / 1000  # dev: 511 negative, 489 positive
+  accuracy = results[0]["sst"]["accuracy"]
+  assert accuracy > majority + 10, accuracy  # measured 71.8 (seed 0)
+  model_dir = tmp_path / "models/tiny/finetuning_models/sst_model_1"
+  assert (model_dir / "checkpoint").exists() and list(model_dir.glob("model.ckpt-*.index"))
+  assert list((model_dir / "tensorboard").glob("events.out.tfevents.*"))
+  # eval-only from the fine-tuned checkpoint (encoder + task_specific head by reference names)
+  again = tiny_config(tmp_path, ["sst"], bert_vocab, max_seq_length=64, model_hparam_overrides=model,
+                      embedding_size=32, do_train=False, init_checkpoint=str(model_dir), eval_batch_size=32)
+  assert run_finetuning(again, progress=False)[0]["sst"]["accuracy"] == pytest.approx(accuracy)
+
+
+def test_squad_v1_end_to_end_official_numbers(tmp_path, data_dir, bert_vocab):
+  sample = (data_dir / "squad" / "squad-v1.1-sample.json").read_text()
+  for split in ("train", "dev"):
+    write(tmp_path / f"finetuning_data/squadv1/{split}.json", sample)
+  cfg = tiny_config(tmp_path, ["squadv1"], bert_vocab, max_seq_length=96, doc_stride=32, max_query_length=24,
+                    num_train_epochs=2.0, beam_size=5, n_best_size=5)
+  assert cfg.max_seq_length == 96  # user values win over the squad defaults (512, 2 epochs)
+  results = run_finetuning(cfg, progress=False)[0]["squadv1"]
+  assert set(results) == {"exact_match", "f1"}
+  qa_dir = tmp_path / "models/tiny/results/squadv1_qa"
+  preds = json.loads((qa_dir / "squadv1_preds.json").read_text())
+  assert len(preds) == 5 and all(isinstance(v, str) and v for v in preds.values())
+  official = squad_v1_evaluate(json.loads(sample)["data"], preds)
+  assert results == pytest.approx(official)
+  assert json.loads((qa_dir / "squadv1_eval.json").read_text()) == pytest.approx(official)
+
+
+def test_squad_v2_null_odds(tmp_path, bert_vocab):
+  context = "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy."
+  data = {"data": [{"title": "Normans", "paragraphs": [{"context": context, "qas": [
+      {"id": "a", "question": "What gave its name to Normandy?", "is_impossible": False,
+       "answers": [{"text": "The Normans", "answer_start": 0}]},
+      {"id": "b", "question": "When did the Normans name Italy?", "is_impossible": True, "answers": []}]}]}]}
+  for split in ("train", "dev"):
+    write(tmp_path / f"finetuning_data/squad/{split}.json", json.dumps(data))
+  cfg = tiny_config(tmp_path, ["squad"], bert_vocab, max_seq_length=48, beam_size=4, n_best_size=4)
+  results = run_finetuning(cfg, progress=False)[0]["squad"]
+  for key in ("exact", "f1", "HasAns_exact", "NoAns_exact", "best_exact", "best_exact_thresh", "best_f1",
+              "best_f1_thresh"):
+    assert key in results
+  null_odds = json.loads((tmp_path / "models/tiny/results/squad_qa/squad_null_odds.json").read_text())
+  assert set(null_odds) == {"a", "b"}
+  preds = json.loads((tmp_path / "models/tiny/results/squad_qa/squad_preds.json").read_text())
+  predicted_empty = sum(1 for q in "ab" if null_odds[q] > -2.75)  # what the -2.75 threshold turns into ""
+  no_ans_right = float(null_odds["b"] > -2.75)
+  assert results["NoAns_exact"] == pytest.approx(100 * no_ans_right)
+  assert 0 <= predicted_empty <= 2 and set(preds) == {"a", "b"}
+
+
+def test_chunk_on_real_pos_data(tmp_path, data_dir, bert_vocab):
+  src = data_dir / "tagging" / "oanc_pos"
+  for split, n in (("train", 300), ("dev", 100)):
+    sentences = (src / f"{split}.txt").read_text(encoding="utf-8").split("\n\n")[:n]
+    write(tmp_path / f"finetuning_data/chunk/{split}.txt", "\n\n".join(sentences) + "\n")
+  cfg = tiny_config(tmp_path, ["chunk"], bert_vocab, max_seq_length=48, learning_rate=2e-3, num_train_epochs=2.0)
+  results = run_finetuning(cfg, progress=False)[0]["chunk"]
+  assert set(results) == {"precision", "recall", "f1", "loss"}
+  assert results["f1"] > 10  # POS tags as one-word spans; NN/DT/IN alone give this much
+
+
+def test_multitask_trials_test_outputs_and_glue_files(tmp_path, bert_vocab):
+  glue_files(tmp_path)
+  cfg = tiny_config(tmp_path, ["sst", "mnli", "sts"], bert_vocab, num_trials=2, write_test_outputs=True,
+                    n_writes_test=1)
+  run = FinetuningRun(cfg, progress=False)
+  trials = run.run()
+  assert [t["seed"] for t in trials] == [0, 1]
+  model = tmp_path / "models/tiny"
+  lines = (model / "results/sst_mnli_sts_results.txt").read_text().splitlines()
+  assert len(lines) == 6 and lines[0].startswith("sst: accuracy: ") and lines[2].startswith("sts: pearson")
+  summary = json.loads((model / "results/sst_mnli_sts_results.json").read_text())["summary"]
+  assert summary["mnli"]["accuracy"]["n"] == 2
+  assert len(pickle.loads((model / "results/sst_mnli_sts_results.pkl").read_bytes())) == 2
+  glue = model / "glue_submission/sst_mnli_sts_1"
+  assert sorted(os.listdir(glue)) == ["AX.tsv", "MNLI-m.tsv", "MNLI-mm.tsv", "SST-2.tsv", "STS-B.tsv"]
+  sst = (glue / "SST-2.tsv").read_text().splitlines()
+  assert sst[0] == "index\tprediction" and [r.split("\t")[0] for r in sst[1:]] == ["0", "1"]
+  assert {r.split("\t")[1] for r in sst[1:]} <= {"0", "1"}
+  assert (glue / "MNLI-m.tsv").read_text().splitlines()[1].split("\t")[1] in ("contradiction", "entailment", "neutral")
+  assert 0.0 <= float((glue / "STS-B.tsv").read_text().splitlines()[1].split("\t")[1]) <= 5.0
+  preds = pickle.loads((model / "test_predictions/mnli_test_matched_1_predictions.pkl").read_bytes())
+  assert list(preds) == [0] and preds[0].shape == (3,)
+  assert not (model / "glue_submission/sst_mnli_sts_2").exists()  # n_writes_test = 1
+
+
+def test_cli_errors_are_one_line(tmp_path, bert_vocab, capsys):
+  from finetune.run_finetuning import main  # pylint: disable=g-import-not-at-top
+  base = ["--data-dir", str(tmp_path), "--model-name", "tiny", "--init-checkpoint", "none",
+          "--hparams", json.dumps({"vocab_file": str(bert_vocab)})]
+  assert main(base + ["--task", "mnlii"]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and err[0].startswith("error: unknown task 'mnlii'")
+  write(tmp_path / "finetuning_data/rte/train.tsv", "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tmaybe\n")
+  assert main(base + ["--task", "rte"]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [f"error: {tmp_path}/finetuning_data/rte/train.tsv:2: rte train: unknown label 'maybe' "
+                 "(expected one of entailment, not_entailment)"]
+  assert main(base[:4] + ["--task", "rte"] + base[6:]) == 2  # default init checkpoint missing
+  assert "init checkpoint not found" in capsys.readouterr().err
+  assert main(base + ["--task", "rte", "--hparams", '{"learning_rat": 1}']) == 2
+  assert "learning_rat" in capsys.readouterr().err
+
+
+def test_tfds_source_sst2_and_squad_mocked(tmp_path, bert_vocab):
+  tfds = pytest.importorskip("tensorflow_datasets")
+  from electra_tf.finetuning.tasks import get_task  # pylint: disable=g-import-not-at-top
+  from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
+  with tfds.testing.mock_data(num_examples=24):
+    cfg = tiny_config(tmp_path, ["sst"], bert_vocab, data_source="tfds")
+    results = run_finetuning(cfg, progress=False)
+    assert 0 <= results[0]["sst"]["accuracy"] <= 100
+    tok = load_tokenizer(bert_vocab, True)
+    task = get_task(tiny_config(tmp_path, ["mnli"], bert_vocab, data_source="tfds"), "mnli", tok)
+    dev = task.get_examples("dev")
+    assert len(dev) == 24 and {e.label for e in dev} <= {"contradiction", "entailment", "neutral"}
+    assert [e.eid for e in task.get_examples("test_matched")] == list(range(24))
+    squad = get_task(tiny_config(tmp_path, ["squad"], bert_vocab, data_source="tfds"), "squad", tok)
+    examples = squad.get_examples("dev")
+    assert len(examples) == 24 and sum(len(p["qas"]) for a in squad.gold("dev") for p in a["paragraphs"]) == 24

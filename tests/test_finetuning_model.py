@@ -1,0 +1,111 @@
+"""Heads, variable names, loss masking and the layer-wise learning rates of the fine-tuning model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.finetuning.model import FinetuningModel, finetuning_variables
+from electra_tf.finetuning.tasks import get_tasks
+from electra_tf.finetuning.trainer import Trainer
+from electra_tf.tokenization import load_tokenizer
+from tests.finetuning_helpers import tiny_config
+
+
+@pytest.fixture(scope="module")
+def tokenizer(bert_vocab):
+  return load_tokenizer(bert_vocab, True)
+
+
+def _model(tmp_path, tasks, bert_vocab, tokenizer, **kw):
+  cfg = tiny_config(tmp_path, tasks, bert_vocab, **kw)
+  task_objs = get_tasks(cfg, tokenizer)
+  for t in task_objs:
+    if t.name == "chunk":
+      t._label_mapping = {"B-NP": 0, "E-NP": 1, "O": 2}  # pylint: disable=protected-access
+  model = FinetuningModel(cfg.model_config(), task_objs)
+  model.build()
+  return cfg, task_objs, model
+
+
+def test_reference_variable_names(tmp_path, bert_vocab, tokenizer):
+  _, _, model = _model(tmp_path, ["mnli", "sts", "squad", "chunk"], bert_vocab, tokenizer)
+  names = finetuning_variables(model)
+  heads = sorted(n for n in names if n.startswith("task_specific/"))
+  assert heads == sorted(
+      [f"task_specific/mnli/dense/{k}" for k in ("kernel", "bias")] +
+      [f"task_specific/sts/dense/{k}" for k in ("kernel", "bias")] +
+      [f"task_specific/chunk/dense/{k}" for k in ("kernel", "bias")] +
+      [f"task_specific/squad/{d}/{k}" for d in ("dense", "qa_hidden", "dense_1", "dense_2", "dense_3")
+       for k in ("kernel", "bias")])
+  assert names["task_specific/mnli/dense/kernel"].shape == (32, 3)
+  assert names["task_specific/squad/qa_hidden/kernel"].shape == (64, 512)
+  assert names["task_specific/squad/dense_2/kernel"].shape == (64, 512)
+  assert "electra/embeddings_project/kernel" in names and "electra/encoder/layer_0/output/dense/kernel" in names
+  # every trainable variable has a reference name (the layer-wise LR needs one for each)
+  assert {id(v) for v in model.trainable_variables} == {id(v) for v in names.values()}
+
+
+def test_layerwise_learning_rates_follow_reference_formula(tmp_path, bert_vocab, tokenizer):
+  cfg = tiny_config(tmp_path, ["rte"], bert_vocab, model_hparam_overrides=dict(
+      hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64), layerwise_lr_decay=0.8)
+  trainer = Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.get_strategy(), seed=0)
+  opt = trainer.make_optimizer(100)
+  names = {id(v): n for n, v in trainer.reference_variables().items()}
+  L, d = 3, 0.8
+  for var, mult in zip(trainer.model.trainable_variables, opt._multipliers):  # pylint: disable=protected-access
+    name = names[id(var)]
+    if "/embeddings" in name:
+      depth = 0
+    elif name.startswith("task_specific/"):
+      depth = L + 2
+    else:
+      depth = int(name.split("/layer_")[1].split("/")[0]) + 1
+    assert mult == pytest.approx(d ** (L + 2 - depth)), name
+  mults = dict(zip([names[id(v)] for v in trainer.model.trainable_variables], opt._multipliers))  # pylint: disable=protected-access
+  assert mults["task_specific/rte/dense/kernel"] == 1.0
+  assert mults["electra/encoder/layer_2/output/dense/kernel"] == pytest.approx(0.64)  # top layer: d^2
+  assert mults["electra/embeddings/word_embeddings"] == pytest.approx(0.8 ** 5)
+  assert mults["electra/embeddings_project/kernel"] == pytest.approx(0.8 ** 5)
+
+
+def test_loss_is_summed_and_masked_by_task(tmp_path, bert_vocab, tokenizer):
+  cfg, tasks, model = _model(tmp_path, ["sst", "sts"], bert_vocab, tokenizer)
+  b, t = 4, 32
+  rng = np.random.RandomState(0)
+  feats = {"input_ids": tf.constant(rng.randint(1000, 2000, (b, t)), tf.int32),
+           "input_mask": tf.ones((b, t), tf.int32), "segment_ids": tf.zeros((b, t), tf.int32),
+           "task_id": tf.constant([0, 1, 1, 2]),  # 2 = dummy padding row
+           "sst_label_ids": tf.constant([1, 0, 0, 0]), "sst_eid": tf.range(b),
+           "sts_targets": tf.constant([0.0, 0.2, 0.8, 0.0]), "sts_eid": tf.range(b)}
+  total, outs = model(feats, training=False)
+  expected = outs["sst"]["loss"][0] + outs["sts"]["loss"][1] + outs["sts"]["loss"][2]
+  assert float(total) == pytest.approx(float(expected), rel=1e-5)
+  sts_pred = outs["sts"]["predictions"].numpy()
+  assert outs["sts"]["loss"].numpy()[1] == pytest.approx((sts_pred[1] - 0.2) ** 2, rel=1e-5)
+  # dropout differs with the seed in training, and is reproducible for a fixed seed
+  a, _ = model(feats, training=True, dropout_seed=tf.constant([1, 2]))
+  a2, _ = model(feats, training=True, dropout_seed=tf.constant([1, 2]))
+  c, _ = model(feats, training=True, dropout_seed=tf.constant([3, 4]))
+  assert float(a) == float(a2) and float(a) != float(c)
+
+
+def test_qa_head_beam_outputs(tmp_path, bert_vocab, tokenizer):
+  cfg, tasks, model = _model(tmp_path, ["squad"], bert_vocab, tokenizer, beam_size=3)
+  b, t = 2, 32
+  seg = np.zeros((b, t), np.int32)
+  seg[:, 10:20] = 1
+  mask = np.zeros((b, t), np.int32)
+  mask[:, :20] = 1
+  feats = {"input_ids": tf.constant(np.random.RandomState(0).randint(1000, 2000, (b, t)), tf.int32),
+           "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg), "task_id": tf.zeros(b, tf.int32),
+           "squad_start_positions": tf.constant([12, 0]), "squad_end_positions": tf.constant([14, 0]),
+           "squad_is_impossible": tf.constant([0, 1]), "squad_eid": tf.constant([0, 1000])}
+  _, outs = model(feats, training=False)
+  o = {k: v.numpy() for k, v in outs["squad"].items()}
+  assert o["start_top_index"].shape == (2, 3) and o["end_top_index"].shape == (2, 3, 3)
+  allowed = set(range(10, 20)) | {0}  # answer mask: the context (segment 1, real) and [CLS]
+  assert set(o["start_top_index"].ravel()) <= allowed and set(o["end_top_index"].ravel()) <= allowed
+  assert np.all(np.diff(o["start_top_log_probs"], axis=1) <= 0)
+  # training uses the gold start; the loss includes the answerable term
+  loss, outs = model(feats, training=True, dropout_seed=tf.constant([0, 0]))
+  assert np.isfinite(float(loss)) and float(loss) > 0
