@@ -9,7 +9,7 @@ import typing
 
 from electra_tf.modeling.encoder import ElectraEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, GeneratorHead
-from electra_tf.modeling.models import PretrainingNetworks
+from electra_tf.modeling.models import PretrainingNetworks, TwoTowerGenerator
 
 
 def _dense(prefix: str, dense) -> dict:
@@ -53,10 +53,10 @@ def discriminator_head_variables(head: DiscriminatorHead) -> dict:
           **_dense("discriminator_predictions/dense_1", head.dense_1)}
 
 
-def generator_head_variables(head: GeneratorHead) -> dict:
-  return {**_dense("generator_predictions/dense", head.dense),
-          **_layer_norm("generator_predictions/LayerNorm", head.layer_norm),
-          "generator_predictions/output_bias": head.output_bias}
+def generator_head_variables(head: GeneratorHead, scope: str = "generator_predictions") -> dict:
+  return {**_dense(f"{scope}/dense", head.dense),
+          **_layer_norm(f"{scope}/LayerNorm", head.layer_norm),
+          f"{scope}/output_bias": head.output_bias}
 
 
 def reference_variables(networks: PretrainingNetworks) -> dict:
@@ -67,6 +67,12 @@ def reference_variables(networks: PretrainingNetworks) -> dict:
     names.update(encoder_variables(disc.encoder, "electra", embeddings_scope="electra"))
     names.update(discriminator_head_variables(disc.head))
   if gen is not None:
+    if isinstance(gen, TwoTowerGenerator):  # ELECTRIC: generator_{ltr,rtl}/..., cloze_predictions/...
+      for scope, tower in (("generator_ltr", gen.ltr), ("generator_rtl", gen.rtl)):
+        own = tower.embeddings is not (disc.encoder.embeddings if disc is not None else None)
+        names.update(encoder_variables(tower, scope, embeddings_scope=scope if own else None))
+      names.update(generator_head_variables(gen.head, "cloze_predictions"))
+      return names
     if networks.generator_scope == "electra":  # tied: the generator is the "electra" encoder itself
       names.update(encoder_variables(gen.encoder, "electra", embeddings_scope="electra"))
     else:

@@ -19,12 +19,18 @@ class ElectraEncoder(keras.layers.Layer):
   ``embeddings`` may be another encoder's ``ElectraEmbeddings``: the generator shares the
   discriminator's whole embeddings block (tables and LayerNorm) but keeps its own projection.
   Checkpoint names: ``<scope>/embeddings_project``, ``<scope>/encoder/layer_i/...``.
+
+  ``direction`` "ltr" / "rtl" makes attention causal (a token sees itself and the tokens to its left /
+  right), as the reference's ``BertModel(ltr=True / rtl=True)`` for the two-tower (ELECTRIC) generator.
   """
 
   def __init__(self, config: ModelConfig, embeddings: ElectraEmbeddings = None, name: str = "electra",
-               **kwargs):
+               direction: str = None, **kwargs):
     super().__init__(name=name, **kwargs)
+    if direction not in (None, "ltr", "rtl"):
+      raise ValueError(f"direction must be None, 'ltr' or 'rtl', got {direction!r}")
     self.config = config
+    self.direction = direction
     self.embeddings = embeddings or ElectraEmbeddings(
         config.vocab_size, config.embedding_size, config.max_position_embeddings, config.type_vocab_size,
         config.hidden_dropout_prob, config.initializer_range)
@@ -59,6 +65,11 @@ class ElectraEncoder(keras.layers.Layer):
       x = self.embeddings_project(x)
     outputs = {"embedding_output": x}
     hidden_states = [x]
+    if self.direction is not None:  # [B, T] key mask -> [B, T, T] query/key mask with a causal band
+      t = tf.shape(input_ids)[1]
+      ones = tf.ones([t, t], tf.int32)
+      band = tf.linalg.band_part(ones, -1, 0) if self.direction == "ltr" else tf.linalg.band_part(ones, 0, -1)
+      input_mask = tf.cast(input_mask, tf.int32)[:, tf.newaxis, :] * band[tf.newaxis]
     for i, layer in enumerate(self.transformer_layers):
       x = layer(x, input_mask, training=training, dropout_seed=seed(i + 1))
       hidden_states.append(x)

@@ -4,8 +4,10 @@ import dataclasses
 import typing
 
 import keras
+import tensorflow as tf
 
 from electra_tf.configs import ModelConfig, PretrainingConfig
+from electra_tf.modeling.dropout import derive_seed
 from electra_tf.modeling.encoder import ElectraEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, GeneratorHead
 
@@ -54,6 +56,47 @@ class ElectraGenerator(keras.Model):
     return out
 
 
+def _roll(x, shift: int):
+  """The reference's ``roll``: shift -1 puts x[t-1] at t, shift 1 puts x[t+1] at t (wrapping)."""
+  return tf.concat([x[:, shift:], x[:, :shift]], axis=1)
+
+
+class TwoTowerGenerator(keras.Model):
+  """ELECTRIC's cloze generator: causal encoders ``generator_ltr`` and ``generator_rtl`` on the
+  *unmasked* input; position t reads [ltr(t-1); rtl(t+1)], so it never sees its own token.
+
+  Call as ``ElectraGenerator`` (``positions`` optional); ``logits`` are [B, T, V] (or [B, P, V])
+  float32 from the head ``cloze_predictions`` (dense 2Hg -> E, LayerNorm, tied to the ltr tower's word
+  embeddings, as the reference's ``TwoTowerClozeTransformer``).
+  """
+
+  def __init__(self, config: ModelConfig, embeddings=None, untied_embeddings: bool = False,
+               name: str = "generator", **kwargs):
+    super().__init__(name=name, **kwargs)
+    self.config = config
+    # Untied: each tower its own tables (the reference's scope/embeddings); else both share ``embeddings``.
+    self.ltr = ElectraEncoder(config, embeddings=None if untied_embeddings else embeddings,
+                              name="generator_ltr", direction="ltr")
+    self.rtl = ElectraEncoder(config, embeddings=None if untied_embeddings else embeddings,
+                              name="generator_rtl", direction="rtl")
+    self.encoder = self.ltr  # whose embeddings the head is tied to
+    self.head = GeneratorHead(self.ltr.embeddings, 2 * config.hidden_size, config.hidden_act,
+                              config.initializer_range, name="cloze_predictions")
+
+  def dummy_build(self):
+    self.ltr.dummy_build()
+    self.rtl.dummy_build()
+    return self
+
+  def call(self, input_ids, input_mask=None, segment_ids=None, positions=None, training=False,
+           dropout_seed=None):
+    seeds = [None, None] if dropout_seed is None else [derive_seed(dropout_seed, i) for i in (0, 1)]
+    ltr = self.ltr(input_ids, input_mask, segment_ids, training=training, dropout_seed=seeds[0])
+    rtl = self.rtl(input_ids, input_mask, segment_ids, training=training, dropout_seed=seeds[1])
+    sequence = tf.concat([_roll(ltr["sequence_output"], -1), _roll(rtl["sequence_output"], 1)], -1)
+    return {"sequence_output": sequence, "logits": self.head(sequence, positions)}
+
+
 @dataclasses.dataclass
 class PretrainingNetworks:
   """What pre-training builds: the discriminator, the generator (None for a uniform generator) and how
@@ -66,7 +109,7 @@ class PretrainingNetworks:
   def build(self):
     for net in (self.discriminator, self.generator):
       if net is not None:
-        net.encoder.dummy_build()
+        (net if isinstance(net, TwoTowerGenerator) else net.encoder).dummy_build()
         net.head.build()
     return self
 
@@ -78,6 +121,7 @@ def build_pretraining_networks(config: PretrainingConfig) -> PretrainingNetworks
   - ``untied_generator_embeddings``: the generator gets its own ``generator/embeddings`` at its width.
   - ``untied_generator=false`` or the MLM objective: one full-size ``electra`` encoder serves both heads.
   - ``uniform_generator``: no generator network.
+  - ``two_tower_generator`` (forced by ELECTRIC): ``TwoTowerGenerator``, scopes ``generator_ltr``/``_rtl``.
   """
   disc_cfg, gen_cfg = config.discriminator_config(), config.generator_config()
   discriminator = ElectraDiscriminator(disc_cfg)
@@ -87,6 +131,11 @@ def build_pretraining_networks(config: PretrainingConfig) -> PretrainingNetworks
   elif mlm_only or not config.untied_generator:
     nets = PretrainingNetworks(None if mlm_only else discriminator,
                                ElectraGenerator(disc_cfg, discriminator.encoder), generator_scope="electra")
+  elif config.two_tower_generator:
+    generator = TwoTowerGenerator(gen_cfg, discriminator.encoder.embeddings, config.untied_generator_embeddings)
+    nets = PretrainingNetworks(discriminator, generator, generator_scope="generator_two_tower",
+                               generator_embeddings_scope=("generator_ltr" if config.untied_generator_embeddings
+                                                           else "electra"))
   else:
     shared = None if config.untied_generator_embeddings else discriminator.encoder.embeddings
     gen_encoder = ElectraEncoder(gen_cfg, embeddings=shared, name="generator")

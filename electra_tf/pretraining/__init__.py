@@ -1,0 +1,1 @@
+"""Replaced-token-detection pre-training: masking, sampling, objective, training loop, evaluation."""
