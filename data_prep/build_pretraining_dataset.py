@@ -1,0 +1,77 @@
+"""Builds ELECTRA pre-training TFRecords from raw text (flags as the reference's script; see docs/data.md).
+
+  python data_prep/build_pretraining_dataset.py --corpus-dir corpus/ --vocab-file vocab.txt \
+      --output-dir pretrain_tfrecords --num-processes 2 --num-shards 64 --eval-fraction 0.01
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from electra_tf.pretrain_data import build  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+
+def parse_args(argv=None):
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  src = p.add_argument_group("corpus sources (any combination)")
+  src.add_argument("--corpus-dir", help="directory of text files: one sentence per line, blank line "
+                   "between documents (.gz/.bz2 allowed)")
+  src.add_argument("--wikipedia-dump", action="append", default=[],
+                   help="MediaWiki pages-articles .xml or .xml.bz2 (repeatable)")
+  src.add_argument("--books-dir", help="directory of books, one book per text file")
+  src.add_argument("--tfds-name", help="tensorflow-datasets text set, e.g. wikipedia/20230601.en")
+  src.add_argument("--tfds-split", default="train")
+  src.add_argument("--tfds-text-key", default="text")
+  src.add_argument("--tfds-data-dir", default=None)
+  src.add_argument("--tfds-download", action="store_true", help="let tfds download and prepare it")
+  p.add_argument("--vocab-file", required=True, help="WordPiece vocab.txt or SentencePiece .model")
+  p.add_argument("--output-dir", required=True, help="where the TFRecords and metadata.json go")
+  p.add_argument("--max-seq-length", type=int, default=128)
+  p.add_argument("--num-processes", type=int, default=1)
+  p.add_argument("--blanks-separate-docs", action=argparse.BooleanOptionalAction, default=True,
+                 help="a blank line ends a document (default; the reference's flag)")
+  p.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=True,
+                 help="lowercase (default); --no-lower-case for cased vocabs")
+  p.add_argument("--no-lower-case", dest="do_lower_case", action="store_false", help=argparse.SUPPRESS)
+  p.add_argument("--do-strip-accents", dest="strip_accents", action=argparse.BooleanOptionalAction,
+                 default=None, help="strip accents (default: when lowercasing, as the reference)")
+  p.add_argument("--no-strip-accents", dest="strip_accents", action="store_false",
+                 help=argparse.SUPPRESS)
+  p.add_argument("--seed", type=int, default=0, help="same seed -> same output files")
+  p.add_argument("--num-shards", type=int, default=1000, help="training shards (reference: 1000)")
+  p.add_argument("--eval-fraction", type=float, default=0.0,
+                 help="fraction of documents held out as pretrain_eval.tfrecord-*")
+  p.add_argument("--num-eval-shards", type=int, default=None)
+  p.add_argument("--no-progress", dest="progress", action="store_false")
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  tfds = None
+  if args.tfds_name:
+    tfds = dict(name=args.tfds_name, split=args.tfds_split, text_key=args.tfds_text_key,
+                data_dir=args.tfds_data_dir, download=args.tfds_download)
+  try:
+    meta = build.build_pretraining_dataset(
+        args.output_dir, args.vocab_file, corpus_dir=args.corpus_dir,
+        wikipedia_dumps=args.wikipedia_dump, books_dir=args.books_dir, tfds=tfds,
+        max_seq_length=args.max_seq_length, num_processes=args.num_processes,
+        blanks_separate_docs=args.blanks_separate_docs, do_lower_case=args.do_lower_case,
+        strip_accents=args.strip_accents, seed=args.seed, num_shards=args.num_shards,
+        eval_fraction=args.eval_fraction, num_eval_shards=args.num_eval_shards,
+        progress=args.progress)
+  except ValueError as e:  # DataPrepError and the tokenizer's vocab errors: one line, exit 2
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  splits = ", ".join(f"{s}: {v['num_examples']} examples" for s, v in meta["splits"].items())
+  print(f"wrote {args.output_dir} ({splits}; {meta['num_word_pieces']} word pieces in "
+        f"{meta['build_seconds']:.1f} s)")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,396 @@
+"""Tokenize + pack + write: corpus sources -> sharded pre-training TFRecords + metadata.json.
+
+Work is cut into chunks of whole documents (about ``chunk_chars`` characters each) in corpus order. Each
+chunk gets its own ``random.Random`` seeded from (seed, chunk index) and a fresh ExampleBuilder, and the
+parent writes the chunks' examples in chunk order round-robin over the shards, so the output is the same
+for a seed whatever ``num_processes`` is. Output is written into a temporary sibling directory that is
+renamed to ``output_dir`` only when complete.
+"""
+
+import collections
+import itertools
+import multiprocessing
+import os
+import random
+import shutil
+import sys
+import time
+
+import numpy as np
+
+from electra_tf import tokenization
+from electra_tf.pretrain_data import corpus as corpus_lib
+from electra_tf.pretrain_data import metadata as metadata_lib
+from electra_tf.pretrain_data import packing
+from electra_tf.pretrain_data.corpus import DataPrepError
+
+TRAIN_PREFIX = "pretrain_data.tfrecord"  # the reference's names: pretrain_data.tfrecord-{i}-of-{n}
+EVAL_PREFIX = "pretrain_eval.tfrecord"
+
+ChunkResult = collections.namedtuple("ChunkResult", "index splits num_pieces num_sentences num_documents")
+
+
+def shard_name(prefix, i, n):
+  return f"{prefix}-{i}-of-{n}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Chunk processing (runs in worker processes).
+
+_WORKER = {}
+
+
+def _init_worker(vocab_file, do_lower_case, strip_accents, single_thread):
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  if single_thread:
+    # One process per core: TF's own thread pools would only oversubscribe the cores.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  _WORKER["tokenizer"] = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
+
+
+def _process_chunk(args):
+  return process_chunk(_WORKER["tokenizer"], *args)
+
+
+def process_chunk(tokenizer, index, docs, seed, max_seq_length, eval_fraction):
+  """Tokenizes a chunk of documents in one batch and packs them.
+
+  Returns:
+    ChunkResult; ``splits`` maps "train"/"eval" to (input_ids [n, L] int32, segment_ids [n, L] int32,
+    lengths [n] int32).
+  """
+  sentences = [s for doc in docs for s in doc]
+  flat, row_splits = tokenizer.batch_ids(sentences)
+  flat = flat.tolist()
+  row_splits = row_splits.tolist()
+  cls_id, sep_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
+  builders = {
+      "train": packing.ExampleBuilder(max_seq_length, cls_id, sep_id, random.Random(f"{seed}:{index}")),
+      "eval": packing.ExampleBuilder(max_seq_length, cls_id, sep_id,
+                                     random.Random(f"{seed}:{index}:eval")),
+  }
+  split_rng = random.Random(f"{seed}:{index}:split")
+  examples = {"train": [], "eval": []}
+  k = 0
+  for doc in docs:
+    # Whole documents are held out, so no eval text is seen in training.
+    split = "eval" if eval_fraction > 0 and split_rng.random() < eval_fraction else "train"
+    builder, out = builders[split], examples[split]
+    for _ in doc:
+      example = builder.add_sentence(flat[row_splits[k]:row_splits[k + 1]])
+      k += 1
+      if example:
+        out.append(example)
+    example = builder.end_document()
+    if example:
+      out.append(example)
+  splits = {name: packing.pad_examples(ex, max_seq_length) for name, ex in examples.items()}
+  return ChunkResult(index, splits, len(flat), len(sentences), len(docs))
+
+
+def iter_chunks(documents, chunk_chars):
+  """Groups documents into lists of about ``chunk_chars`` characters (documents are never split)."""
+  chunk, size = [], 0
+  for doc in documents:
+    chunk.append(doc)
+    size += sum(len(s) for s in doc)
+    if size >= chunk_chars:
+      yield chunk
+      chunk, size = [], 0
+  if chunk:
+    yield chunk
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing.
+
+
+def _serialize(tf, input_ids, segment_ids, length):
+  max_len = len(input_ids)
+  mask = [1] * int(length) + [0] * (max_len - int(length))
+  feature = lambda values: tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+  return tf.train.Example(features=tf.train.Features(feature={
+      "input_ids": feature(input_ids.tolist()),
+      "input_mask": feature(mask),
+      "segment_ids": feature(segment_ids.tolist()),
+  })).SerializeToString(deterministic=True)  # sorted map keys: same bytes in every process
+
+
+class _ShardWriter:
+  """Writes examples round-robin over ``num_shards`` files (like one reference job over its files)."""
+
+  def __init__(self, tf, directory, prefix, num_shards):
+    self._tf = tf
+    self.names = [shard_name(prefix, i, num_shards) for i in range(num_shards)]
+    self._writers = [tf.io.TFRecordWriter(os.path.join(directory, n)) for n in self.names]
+    self.num_examples = 0
+    self.num_tokens = 0
+
+  def write(self, ids, seg, lengths):
+    for row in range(ids.shape[0]):
+      self._writers[self.num_examples % len(self._writers)].write(
+          _serialize(self._tf, ids[row], seg[row], lengths[row]))
+      self.num_examples += 1
+    self.num_tokens += int(lengths.sum())
+
+  def close(self):
+    for w in self._writers:
+      w.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources):
+  if max_seq_length < 5:
+    raise DataPrepError(f"--max-seq-length is {max_seq_length}; use at least 5 (the reference packs "
+                        "[CLS] A [SEP] B [SEP] and draws random lengths from 5 up)")
+  if num_shards < 1:
+    raise DataPrepError(f"--num-shards is {num_shards}; use 1 or more")
+  if not 0.0 <= eval_fraction < 1.0:
+    raise DataPrepError(f"--eval-fraction is {eval_fraction}; use a value in [0, 1)")
+  if num_processes < 1:
+    raise DataPrepError(f"--num-processes is {num_processes}; use 1 or more")
+  if not sources:
+    raise DataPrepError("no corpus given; pass --corpus-dir, --wikipedia-dump, --books-dir or "
+                        "--tfds-name")
+
+
+def _documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds):
+  iters = []
+  if corpus_dir:
+    iters.append(corpus_lib.iter_text_dir(corpus_dir, blanks_separate_docs, stats))
+  for dump in wikipedia_dumps or ():
+    iters.append(corpus_lib.iter_wikipedia_dump(dump, stats))
+  if books_dir:
+    iters.append(corpus_lib.iter_books(books_dir, stats))
+  if tfds:
+    iters.append(corpus_lib.iter_tfds(stats=stats, **tfds))
+  for doc in itertools.chain.from_iterable(iters):
+    stats.documents += 1
+    stats.sentences += len(doc)
+    yield doc
+
+
+def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia_dumps=(),
+                              books_dir=None, tfds=None, max_seq_length=128, num_processes=1,
+                              blanks_separate_docs=True, do_lower_case=True, strip_accents=None,
+                              seed=0, num_shards=1000, eval_fraction=0.0, num_eval_shards=None,
+                              progress=True, chunk_chars=1 << 20, parent_takes_chunks=True):
+  """Builds pre-training TFRecords and ``metadata.json`` in ``output_dir`` (replaced when complete).
+
+  Args:
+    output_dir: where ``pretrain_data.tfrecord-{i}-of-{num_shards}`` (and, with eval_fraction > 0,
+      ``pretrain_eval.tfrecord-*``) and ``metadata.json`` go.
+    vocab_file: WordPiece vocab.txt or SentencePiece .model.
+    corpus_dir / wikipedia_dumps / books_dir / tfds: corpus sources (any combination); ``tfds`` is a
+      dict of iter_tfds kwargs (name, split, text_key, data_dir, download).
+    max_seq_length, blanks_separate_docs, do_lower_case, strip_accents: as the reference's flags.
+    num_processes: tokenizing/packing worker processes.
+    seed: seeds every chunk's random.Random; same seed -> same files, whatever num_processes.
+    num_shards: training shards (the reference hard-codes 1000).
+    eval_fraction: fraction of documents held out for pre-training eval.
+    num_eval_shards: default max(1, round(num_shards * eval_fraction)).
+    progress: tqdm bar with word pieces/s on stderr.
+    chunk_chars: characters per unit of work.
+    parent_takes_chunks: with num_processes > 1 the calling process tokenizes too (False: only the
+      workers do, for tests).
+
+  Returns:
+    The metadata dict (also written to ``output_dir/metadata.json``).
+
+  Raises:
+    DataPrepError (a ValueError): bad input, one line naming the problem and the fix.
+  """
+  sources = [s for s in (corpus_dir, *(wikipedia_dumps or ()), books_dir, tfds) if s]
+  _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
+  try:
+    tokenizer = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
+  except ValueError as e:
+    raise DataPrepError(str(e)) from None
+  if corpus_dir:
+    corpus_lib.list_corpus_files(corpus_dir)  # fail early on a missing directory
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  num_eval_shards = num_eval_shards or max(1, round(num_shards * eval_fraction))
+  output_dir = os.path.abspath(output_dir)
+  parent = os.path.dirname(output_dir)
+  os.makedirs(parent, exist_ok=True)
+  tmp_dir = f"{output_dir}.tmp-{os.getpid()}"
+  shutil.rmtree(tmp_dir, ignore_errors=True)
+  os.makedirs(tmp_dir)
+  stats = corpus_lib.CorpusStats()
+  start = time.time()
+  pool = None
+  try:
+    writers = {"train": _ShardWriter(tf, tmp_dir, TRAIN_PREFIX, num_shards)}
+    if eval_fraction > 0:
+      writers["eval"] = _ShardWriter(tf, tmp_dir, EVAL_PREFIX, num_eval_shards)
+    chunks = iter_chunks(_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps,
+                                    books_dir, tfds), chunk_chars)
+    tasks = ((i, docs, seed, max_seq_length, eval_fraction) for i, docs in enumerate(chunks))
+    if num_processes == 1:
+      results = (process_chunk(tokenizer, *t) for t in tasks)
+    else:
+      pool = _SharedWork(tokenizer, tasks, num_processes - 1,
+                         (str(vocab_file), do_lower_case, strip_accents, True), parent_takes_chunks)
+      results = pool.results()
+    totals = collections.Counter()
+    bar = _progress_bar(progress)
+    for result in results:
+      for split, writer in writers.items():
+        writer.write(*result.splits[split])
+      totals["pieces"] += result.num_pieces
+      if bar is not None:
+        bar.update(result.num_pieces)
+        bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
+    if bar is not None:
+      bar.close()
+    for writer in writers.values():
+      writer.close()
+    if pool is not None:
+      pool.close()
+      pool = None
+    if writers["train"].num_examples == 0:
+      where = ", ".join(str(s) if not isinstance(s, dict) else f"tfds {s.get('name')}" for s in sources)
+      raise DataPrepError(f"the corpus ({where}) gave no examples ({stats.files_read} file(s) read, "
+                          f"{len(stats.files_skipped)} skipped); pass UTF-8 text, one sentence per line")
+    if stats.files_skipped:
+      print(f"warning: skipped {len(stats.files_skipped)} file(s) that are binary or not UTF-8: "
+            + "; ".join(stats.files_skipped[:5]) + (" ..." if len(stats.files_skipped) > 5 else ""),
+            file=sys.stderr)
+    elapsed = time.time() - start
+    meta = {
+        "vocab_file": os.path.abspath(str(vocab_file)),
+        "vocab_sha256": tokenization.file_checksum(vocab_file),
+        "vocab_size": len(tokenizer.vocab),
+        "tokenizer": tokenizer.kind,
+        "do_lower_case": tokenizer.do_lower_case,
+        "strip_accents": tokenizer.strip_accents,
+        "max_seq_length": max_seq_length,
+        "blanks_separate_docs": blanks_separate_docs,
+        "seed": seed,
+        "num_word_pieces": totals["pieces"],
+        "num_documents": stats.documents,
+        "num_sentences": stats.sentences,
+        "num_files_read": stats.files_read,
+        "skipped_files": stats.files_skipped,
+        "splits": {
+            split: {"file_pattern": f"{prefix}-*-of-{len(w.names)}", "num_shards": len(w.names),
+                    "num_examples": w.num_examples, "num_tokens": w.num_tokens}
+            for split, w, prefix in [(s, w, TRAIN_PREFIX if s == "train" else EVAL_PREFIX)
+                                     for s, w in writers.items()]},
+        "build_seconds": round(elapsed, 3),
+        "num_processes": num_processes,
+    }
+    metadata_lib.write_metadata(tmp_dir, meta)
+    _replace_dir(tmp_dir, output_dir)
+    return meta
+  except BaseException:
+    if pool is not None:
+      pool.close(terminate=True)
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    raise
+
+
+def _worker_main(init_args, task_q, result_q):
+  try:
+    _init_worker(*init_args)
+    while True:
+      task = task_q.get()
+      if task is None:
+        return
+      result_q.put(_process_chunk(task))
+  except BaseException as e:  # pylint: disable=broad-except
+    result_q.put(("error", f"{type(e).__name__}: {e}"))
+
+
+class _SharedWork:
+  """The parent and ``num_workers`` spawned processes take chunks from one queue.
+
+  The parent works too (its tokenizer is already loaded), so no time is lost while the workers start up
+  (importing TensorFlow takes seconds); results are yielded in chunk order and at most ``2 * processes``
+  chunks are in flight, which bounds memory.
+  """
+
+  def __init__(self, tokenizer, tasks, num_workers, init_args, parent_works=True):
+    self._parent_works = parent_works
+    ctx = multiprocessing.get_context("spawn")
+    self._tokenizer = tokenizer
+    self._tasks = iter(tasks)
+    self._task_q = ctx.Queue()
+    self._result_q = ctx.Queue()
+    self._max_pending = 2 * (num_workers + 1)
+    self._procs = [ctx.Process(target=_worker_main, args=(init_args, self._task_q, self._result_q),
+                               daemon=True) for _ in range(num_workers)]
+    for proc in self._procs:
+      proc.start()
+
+  def _receive(self, result, done):
+    if isinstance(result, tuple) and result and result[0] == "error":
+      raise RuntimeError(f"a data prep worker failed: {result[1]}")
+    done[result.index] = result
+
+  def results(self):
+    import queue  # pylint: disable=g-import-not-at-top
+    done, submitted, next_index, exhausted = {}, 0, 0, False
+    while True:
+      while not exhausted and submitted - next_index < self._max_pending:
+        task = next(self._tasks, None)
+        if task is None:
+          exhausted = True
+        else:
+          self._task_q.put(task)
+          submitted += 1
+      while True:
+        try:
+          self._receive(self._result_q.get_nowait(), done)
+        except queue.Empty:
+          break
+      while next_index in done:
+        yield done.pop(next_index)
+        next_index += 1
+      if exhausted and next_index == submitted:
+        return
+      try:  # no result ready: work on a queued chunk here instead of waiting
+        if not self._parent_works:
+          raise queue.Empty
+        task = self._task_q.get(timeout=0.05)
+        done[task[0]] = process_chunk(self._tokenizer, *task)
+      except queue.Empty:
+        try:
+          self._receive(self._result_q.get(timeout=1.0), done)
+        except queue.Empty:
+          if not all(p.is_alive() for p in self._procs):
+            raise RuntimeError("a data prep worker process died (out of memory?)") from None
+
+  def close(self, terminate=False):
+    """Stops the workers; all results are in, so one still starting up is simply terminated."""
+    if not terminate:
+      for _ in self._procs:
+        self._task_q.put(None)
+    for proc in self._procs:
+      proc.join(timeout=0 if terminate else 0.5)
+      if proc.is_alive():
+        proc.terminate()
+        proc.join()
+
+
+def _progress_bar(enabled):
+  if not enabled:
+    return None
+  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+  return tqdm(unit="wp", unit_scale=True, desc="word pieces", file=sys.stderr, mininterval=1.0)
+
+
+def _replace_dir(tmp_dir, output_dir):
+  """Swaps the finished temp dir in; the old output survives until the new one is in place."""
+  old = None
+  if os.path.exists(output_dir):
+    old = f"{output_dir}.old-{os.getpid()}"
+    os.rename(output_dir, old)
+  os.rename(tmp_dir, output_dir)
+  if old:
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,247 @@
+"""Corpus readers. Each yields documents: lists of sentences (non-empty, stripped strings).
+
+Sources: a directory of text files in the reference format (one sentence per line, blank line between
+documents), Wikipedia XML dumps, BooksCorpus-style book directories, and tensorflow-datasets text sets.
+Plain text files may be gzip- or bzip2-compressed (``.gz``/``.bz2``).
+"""
+
+import bz2
+import codecs
+import dataclasses
+import gzip
+import io
+import os
+import re
+import xml.etree.ElementTree as ET
+
+
+class DataPrepError(ValueError):
+  """Bad input for data prep; the message is one line naming the problem and the fix."""
+
+
+@dataclasses.dataclass
+class CorpusStats:
+  files_read: int = 0
+  files_skipped: list = dataclasses.field(default_factory=list)  # "path (reason)"
+  documents: int = 0
+  sentences: int = 0
+
+
+def _open_binary(path):
+  if path.endswith(".gz"):
+    return gzip.open(path, "rb")
+  if path.endswith(".bz2"):
+    return bz2.open(path, "rb")
+  return open(path, "rb")
+
+
+def _check_text_file(path):
+  """Returns None if ``path`` is UTF-8 text, else the reason to skip it (one pass, C-speed decode)."""
+  decoder = codecs.getincrementaldecoder("utf-8")()
+  try:
+    with _open_binary(path) as f:
+      first = True
+      while True:
+        block = f.read(1 << 22)
+        if first and b"\x00" in block[:8192]:
+          return "binary file"
+        first = False
+        if not block:
+          decoder.decode(b"", final=True)
+          return None
+        decoder.decode(block)
+  except UnicodeDecodeError as e:
+    return f"not UTF-8 (byte offset {e.start} of a block)"
+  except (OSError, EOFError) as e:
+    return f"unreadable ({e})"
+
+
+def _iter_lines(path):
+  # newline="\n": split on \n only, like the reference's tf.io.gfile.GFile (a lone \r stays in a line).
+  with _open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as f:
+    yield from f
+
+
+def list_corpus_files(corpus_dir):
+  """Sorted regular files of ``corpus_dir`` (the reference's sorted listdir), hidden files left out."""
+  if not os.path.isdir(corpus_dir):
+    raise DataPrepError(f"corpus directory {corpus_dir} does not exist; pass --corpus-dir with "
+                        "text files (one sentence per line, blank line between documents)")
+  names = sorted(n for n in os.listdir(corpus_dir)
+                 if not n.startswith(".") and os.path.isfile(os.path.join(corpus_dir, n)))
+  return [os.path.join(corpus_dir, n) for n in names]
+
+
+def iter_text_file_documents(path, blanks_separate_docs=True):
+  """Reference reading rules for one file: lines are stripped; with ``blanks_separate_docs`` an empty
+  line ends a document, else empty lines are skipped; the end of the file ends a document."""
+  doc = []
+  for line in _iter_lines(path):
+    line = line.strip()
+    if line:
+      doc.append(line)
+    elif blanks_separate_docs and doc:
+      yield doc
+      doc = []
+  if doc:
+    yield doc
+
+
+def iter_text_dir(corpus_dir, blanks_separate_docs=True, stats=None):
+  """Documents of every readable UTF-8 file in ``corpus_dir``; binary/non-UTF-8 files are skipped."""
+  stats = stats if stats is not None else CorpusStats()
+  for path in list_corpus_files(corpus_dir):
+    reason = _check_text_file(path)
+    if reason:
+      stats.files_skipped.append(f"{path} ({reason})")
+      continue
+    stats.files_read += 1
+    yield from iter_text_file_documents(path, blanks_separate_docs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sentence splitting for sources that come as paragraphs.
+
+
+def split_sentences(paragraph):
+  """One paragraph -> list of sentences (Bling Fire's rule-based splitter: fast, no model download)."""
+  import blingfire  # pylint: disable=g-import-not-at-top
+  paragraph = " ".join(paragraph.split())
+  if not paragraph:
+    return []
+  return [s.strip() for s in blingfire.text_to_sentences(paragraph).split("\n") if s.strip()]
+
+
+def text_to_document(text):
+  """Free text (paragraphs on their own lines) -> one document of sentences."""
+  doc = []
+  for paragraph in text.split("\n"):
+    doc.extend(split_sentences(paragraph))
+  return doc
+
+
+# ---------------------------------------------------------------------------------------------------
+# Wikipedia XML dumps.
+
+# Links into these namespaces are images, categories or interwiki links, not article text.
+_NON_TEXT_LINK = re.compile(r"^\s*:?\s*(file|image|category|media|wikipedia|wp|template|help|portal|"
+                            r"special|user|talk|[a-z]{2,3}(-[a-z]+)?)\s*:", re.IGNORECASE)
+
+
+def wikitext_to_text(wikitext):
+  """Wikitext markup -> plain paragraphs (mwparserfromhell): templates, tables, refs, files, categories
+  and headings removed; links keep their visible text."""
+  import mwparserfromhell  # pylint: disable=g-import-not-at-top
+  code = mwparserfromhell.parse(wikitext)
+  for node in list(code.filter_wikilinks(recursive=False)):
+    if _NON_TEXT_LINK.match(str(node.title)):
+      _remove(code, node)
+  for node in list(code.filter_tags(recursive=False)):
+    if str(node.tag).lower() in ("ref", "table", "gallery", "math", "timeline", "references", "div"):
+      _remove(code, node)
+  for node in list(code.filter_headings(recursive=False)):
+    _remove(code, node)
+  text = code.strip_code(normalize=True, collapse=True, keep_template_params=False)
+  paragraphs = []
+  for line in text.split("\n"):
+    line = line.strip()
+    # Leftover table/list markup lines carry no sentences.
+    if line and not line.startswith(("{|", "|", "!", "*", "#", ";", ":")):
+      paragraphs.append(line)
+  return "\n".join(paragraphs)
+
+
+def _remove(code, node):
+  try:
+    code.remove(node)
+  except ValueError:
+    pass
+
+
+def iter_wikipedia_dump(path, stats=None):
+  """Streams a MediaWiki pages-articles dump (``.xml`` or ``.xml.bz2``): one article = one document.
+
+  Only main-namespace pages that are not redirects are used.
+  """
+  stats = stats if stats is not None else CorpusStats()
+  if not os.path.isfile(path):
+    raise DataPrepError(f"Wikipedia dump {path} not found; pass a pages-articles .xml or .xml.bz2 file")
+  stats.files_read += 1
+  try:
+    with _open_binary(path) as f:
+      for _, elem in ET.iterparse(f, events=("end",)):
+        if _local(elem.tag) != "page":
+          continue
+        ns = redirect = text = None
+        for child in elem.iter():
+          name = _local(child.tag)
+          if name == "ns":
+            ns = (child.text or "").strip()
+          elif name == "redirect":
+            redirect = True
+          elif name == "text":
+            text = child.text or ""
+        elem.clear()  # keep memory flat while streaming
+        if ns not in (None, "0") or redirect or not text or text.lstrip().lower().startswith("#redirect"):
+          continue
+        doc = text_to_document(wikitext_to_text(text))
+        if doc:
+          yield doc
+  except ET.ParseError as e:
+    raise DataPrepError(f"Wikipedia dump {path} is not valid XML ({e}); pass an uncorrupted "
+                        "pages-articles .xml or .xml.bz2 dump") from None
+
+
+def _local(tag):
+  return tag.rsplit("}", 1)[-1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Books and tensorflow-datasets.
+
+
+def iter_books(books_dir, stats=None):
+  """BooksCorpus style: every UTF-8 text file under ``books_dir`` (recursive, sorted) is one book = one
+  document; its lines/paragraphs are split into sentences."""
+  stats = stats if stats is not None else CorpusStats()
+  if not os.path.isdir(books_dir):
+    raise DataPrepError(f"books directory {books_dir} does not exist; pass --books-dir with one text "
+                        "file per book")
+  paths = []
+  for root, dirs, files in os.walk(books_dir):
+    dirs.sort()
+    paths.extend(os.path.join(root, n) for n in sorted(files) if not n.startswith("."))
+  for path in paths:
+    reason = _check_text_file(path)
+    if reason:
+      stats.files_skipped.append(f"{path} ({reason})")
+      continue
+    stats.files_read += 1
+    doc = []
+    for line in _iter_lines(path):
+      doc.extend(split_sentences(line))
+    if doc:
+      yield doc
+
+
+def iter_tfds(name, split="train", text_key="text", data_dir=None, download=False, stats=None):
+  """Any tensorflow-datasets text set by name: one record = one document (its text split into
+  sentences). ``download=False`` by default: prepare the data set beforehand (``tfds build``)."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  stats = stats if stats is not None else CorpusStats()
+  try:
+    ds = tfds.load(name, split=split, data_dir=data_dir, download=download)
+  except Exception as e:  # tfds raises many types (DatasetNotFoundError, AssertionError, ...)
+    raise DataPrepError(f"cannot load tensorflow-datasets set {name!r} split {split!r} "
+                        f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); prepare it "
+                        "with `tfds build` or pass --tfds-download") from None
+  stats.files_read += 1
+  for record in tfds.as_numpy(ds):
+    if text_key not in record:
+      raise DataPrepError(f"tensorflow-datasets set {name!r} has no feature {text_key!r} (it has "
+                          f"{', '.join(sorted(record))}); pass --tfds-text-key")
+    value = record[text_key]
+    text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+    doc = text_to_document(text)
+    if doc:
+      yield doc

@@ -1,0 +1,90 @@
+"""``metadata.json`` beside the TFRecords: what the data was built with, checked before pre-training."""
+
+import glob
+import json
+import logging
+import os
+
+from electra_tf import tokenization
+
+METADATA_FILE = "metadata.json"
+FORMAT_VERSION = 1
+
+
+def write_metadata(output_dir, metadata):
+  path = os.path.join(output_dir, METADATA_FILE)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(dict(metadata, format_version=FORMAT_VERSION), f, indent=2, sort_keys=True)
+    f.write("\n")
+  return path
+
+
+def _metadata_dir(data_dir_or_glob):
+  """A data directory, a TFRecord glob or a comma-separated list of globs -> the directory."""
+  first = str(data_dir_or_glob).split(",")[0].strip()
+  if os.path.isdir(first):
+    return first
+  matches = sorted(glob.glob(first))
+  return os.path.dirname(matches[0] if matches else first) or "."
+
+
+def read_metadata(data_dir_or_glob):
+  """The metadata dict, or None where the data has none (e.g. built by the reference's script)."""
+  path = os.path.join(_metadata_dir(data_dir_or_glob), METADATA_FILE)
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except (OSError, ValueError) as e:
+    raise ValueError(f"pre-training data metadata {path} is unreadable ({e}); rebuild the data with "
+                     "data_prep/build_pretraining_dataset.py") from None
+
+
+def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, strip_accents=None,
+                   require=False):
+  """Checks that pre-training uses the vocab, casing and length the data was built with.
+
+  Args:
+    data_dir_or_glob: the output directory of build_pretraining_dataset.py or the TFRecord glob(s)
+      (``pretrain_tfrecords`` of the config; comma-separated allowed).
+    vocab_file: the vocab / SentencePiece model the model will use (compared by SHA-256).
+    do_lower_case, strip_accents: the tokenizer casing the model will use (strip_accents None = follow
+      do_lower_case, as the reference).
+    max_seq_length: the model's max_seq_length; TFRecords hold fixed-length features of exactly this.
+    require: raise when there is no metadata (else log a warning and return None).
+
+  Returns:
+    The metadata dict, or None where there is none and ``require`` is False.
+
+  Raises:
+    ValueError: one line naming the mismatch and the fix.
+  """
+  meta = read_metadata(data_dir_or_glob)
+  where = _metadata_dir(data_dir_or_glob)
+  if meta is None:
+    msg = (f"no {METADATA_FILE} in {where}: cannot check vocab, casing and max_seq_length; "
+           "build the data with data_prep/build_pretraining_dataset.py")
+    if require:
+      raise ValueError(msg)
+    logging.warning(msg)
+    return None
+  fix = "rebuild the data with data_prep/build_pretraining_dataset.py or change the pre-training config"
+  if int(meta["max_seq_length"]) != int(max_seq_length):
+    raise ValueError(f"pre-training data in {where} has max_seq_length {meta['max_seq_length']} but the "
+                     f"config has {max_seq_length}; {fix}")
+  if not os.path.isfile(str(vocab_file)):
+    raise ValueError(f"vocab file {vocab_file} not found; pass the vocab the data in {where} was built "
+                     f"with ({meta.get('vocab_file')})")
+  checksum = tokenization.file_checksum(vocab_file)
+  if checksum != meta["vocab_sha256"]:
+    raise ValueError(f"vocab {vocab_file} differs from the one the data in {where} was built with "
+                     f"({meta.get('vocab_file')}, sha256 {meta['vocab_sha256'][:12]}...); {fix}")
+  if bool(meta["do_lower_case"]) != bool(do_lower_case):
+    raise ValueError(f"pre-training data in {where} was built with do_lower_case={meta['do_lower_case']}"
+                     f" but the config has do_lower_case={bool(do_lower_case)}; {fix}")
+  strip = bool(do_lower_case) if strip_accents is None else bool(strip_accents)
+  if "strip_accents" in meta and bool(meta["strip_accents"]) != strip:
+    raise ValueError(f"pre-training data in {where} was built with strip_accents={meta['strip_accents']}"
+                     f" but the config has strip_accents={strip}; {fix}")
+  return meta
