@@ -330,6 +330,12 @@ def _save_bundle(prefix: str, arrays: typing.Mapping[str, np.ndarray], global_st
                     tensors=tensors + [tf.constant(int(global_step), tf.int64)])
 
 
+def _write_checkpoint_state(folder: str, relative_prefix: str):
+  """The ``checkpoint`` file through which ``tf.train.latest_checkpoint(folder)`` finds the bundle."""
+  with open(os.path.join(folder, "checkpoint"), "w", encoding="utf-8") as f:
+    f.write(f'model_checkpoint_path: "{relative_prefix}"\nall_model_checkpoint_paths: "{relative_prefix}"\n')
+
+
 def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step: int = 0,
               vocab_file: typing.Optional[str] = None, overwrite: bool = False) -> str:
   """A reference-layout checkpoint ``<out_dir>/model.ckpt-<step>`` (+ ``checkpoint`` state file and vocab),
@@ -339,8 +345,7 @@ def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step
   name = f"model.ckpt-{global_step}"
   with atomic_directory(out_dir, overwrite) as tmp:
     _save_bundle(os.path.join(tmp, name), arrays, global_step)
-    with open(os.path.join(tmp, "checkpoint"), "w", encoding="utf-8") as f:  # so a directory resolves
-      f.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
+    _write_checkpoint_state(tmp, name)
     if vocab_file:
       shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
   return os.path.join(out_dir, name)
@@ -365,6 +370,7 @@ def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> st
   with atomic_directory(out_dir, overwrite) as tmp:
     os.makedirs(os.path.join(tmp, os.path.dirname(WEIGHTS_PREFIX)))
     _save_bundle(os.path.join(tmp, WEIGHTS_PREFIX), arrays, source.global_step or 0)
+    _write_checkpoint_state(tmp, WEIGHTS_PREFIX)  # the directory is also a reference init_checkpoint
     if source.vocab_file:
       shutil.copyfile(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
     with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
