@@ -29,14 +29,14 @@ def _wikitext_lines(data_dir: pathlib.Path, split: str, max_lines: int):
 def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: pathlib.Path,
                     max_seq_length: int = 32, max_lines: int = 600, num_files: int = 2,
                     heldout: bool = True) -> pathlib.Path:
-  """Writes ``out_dir/pretrain_tfrecords`` (+ ``heldout/``) and ``out_dir/vocab.txt``; returns out_dir."""
+  """Writes ``out_dir/pretrain_tfrecords`` (+ held-out ``pretrain_eval.tfrecord*``) and ``out_dir/vocab.txt``; returns out_dir."""
   import tensorflow as tf
   from electra_tf import tokenization
   from electra_tf.pretrain_data import metadata
 
   out_dir = pathlib.Path(out_dir)
   rec_dir = out_dir / "pretrain_tfrecords"
-  (rec_dir / "heldout").mkdir(parents=True, exist_ok=True)
+  rec_dir.mkdir(parents=True, exist_ok=True)
   vocab_copy = out_dir / "vocab.txt"
   vocab_copy.write_bytes(pathlib.Path(vocab_file).read_bytes())
   tok = tokenization.FullTokenizer(str(vocab_copy), do_lower_case=True)
@@ -72,7 +72,7 @@ def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: p
 
   n = write(str(rec_dir / "pretrain_data.tfrecord-{i}-of-{n}"), "train", max_lines, num_files)
   if heldout:
-    write(str(rec_dir / "heldout" / "pretrain_data.tfrecord-{i}-of-{n}"), "valid", max_lines // 3, 1)
+    write(str(rec_dir / "pretrain_eval.tfrecord-{i}-of-{n}"), "valid", max_lines // 3, 1)
   metadata.write_metadata(str(rec_dir), {"max_seq_length": max_seq_length, "do_lower_case": True,
                                          "strip_accents": True, "vocab_file": str(vocab_copy),
                                          "vocab_sha256": tokenization.file_checksum(str(vocab_copy)),

@@ -134,13 +134,13 @@ def check_data(cfg: PretrainingConfig):
 
 
 def heldout_patterns(cfg: PretrainingConfig) -> str:
-  """Evaluation files: a ``heldout`` split beside the training TFRecords when there is one, else the
-  training files themselves (what the reference does; it has no held-out set)."""
+  """Evaluation files: the held-out ``pretrain_eval.tfrecord*`` that build_pretraining_dataset.py writes
+  with ``--eval-fraction`` beside the training files, else the training files themselves (what the
+  reference does; it has no held-out set)."""
   first = cfg.pretrain_tfrecords.split(",")[0]
-  base = os.path.dirname(first)
-  for pattern in (os.path.join(base, "heldout", "*.tfrecord*"), os.path.join(base, "*heldout*")):
-    if tf.io.gfile.glob(pattern):
-      return pattern
+  pattern = os.path.join(os.path.dirname(first), "pretrain_eval.tfrecord*")
+  if tf.io.gfile.glob(pattern):
+    return pattern
   log.warning("no held-out split next to %s: evaluating on the training files, as the reference does", first)
   return cfg.pretrain_tfrecords
 
@@ -385,8 +385,11 @@ class Trainer:
     fn = make_dataset_fn(self.cfg, patterns, batch, seed, start_batch)
     return iter(self.strategy.distribute_datasets_from_function(fn))
 
-  def train(self, max_steps: typing.Optional[int] = None) -> LoopResult:
-    """Trains to ``num_train_steps`` (or to ``max_steps`` total steps, for tests), resuming if possible."""
+  def train(self, max_steps: typing.Optional[int] = None, after_loop=None) -> LoopResult:
+    """Trains to ``num_train_steps`` (or to ``max_steps`` total steps), resuming if possible.
+
+    ``after_loop(step)``: called after every compiled loop (tests use it to deliver a signal mid-run).
+    """
     cfg = self.cfg
     target = min(cfg.num_train_steps, max_steps or cfg.num_train_steps)
     ckpt, manager = self._make_checkpoint()
@@ -427,6 +430,8 @@ class Trainer:
           manager.save(checkpoint_number=step)
         if cfg.eval_every_steps and step % cfg.eval_every_steps == 0 and step < target:
           self.evaluate(step=step, writer=writer)
+        if after_loop is not None:
+          after_loop(step)
         if stop["signal"] is not None:
           if manager.latest_checkpoint is None or not manager.latest_checkpoint.endswith(f"-{step}"):
             manager.save(checkpoint_number=step)
@@ -572,6 +577,26 @@ def _fmt_time(seconds: float) -> str:
   seconds = int(seconds)
   h, rem = divmod(seconds, 3600)
   return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
+
+
+def sample_data_dir(log_fn=print) -> str:
+  """The embedded sample setup (``electra_tf.sample_data``) with its pre-training TFRecords built once.
+
+  Needs ``<sample_dir>/vocab.txt``; builds ``pretrain_tfrecords`` (8 shards, 2% held out) if missing.
+  """
+  from electra_tf import sample_data
+  from electra_tf.pretrain_data import build
+  root = sample_data.prepare_sample_data(log=log_fn)
+  vocab = os.path.join(root, "vocab.txt")
+  if not os.path.isfile(vocab):
+    raise PretrainingError(f"the sample setup has no vocab at {vocab}; copy a WordPiece vocab.txt (e.g. BERT's "
+                           "uncased vocab) there, or pass --data-dir")
+  records = os.path.join(root, "pretrain_tfrecords")
+  if not tf.io.gfile.glob(os.path.join(records, "pretrain_data.tfrecord*")):
+    log_fn(f"building the sample pre-training data in {records}")
+    build.build_pretraining_dataset(records, vocab, corpus_dir=os.path.join(root, "corpus"), num_shards=8,
+                                    eval_fraction=0.02, progress=False)
+  return str(root)
 
 
 def run(cfg: PretrainingConfig, log_fn=print, progress: bool = True, max_steps=None):
