@@ -156,7 +156,7 @@ def infer_architecture(shapes: typing.Mapping[str, typing.Sequence[int]], source
     arch = Architecture(disc, disc, has_disc_head, tied_generator=True)
   else:
     arch = Architecture(disc, None, has_disc_head)
-  if not has_disc_head and not arch.tied_generator and disc.num_hidden_layers == 0:
+  if not has_disc_head and arch.generator is None and disc.num_hidden_layers == 0:
     raise ConversionError(f"{source} has ELECTRA embeddings but no encoder layers or heads")
   _check_derivable(arch)
   return arch
