@@ -15,7 +15,6 @@ import typing
 
 import numpy as np
 
-from electra_tf.distribution import get_strategy
 from electra_tf.finetuning import outputs
 from electra_tf.finetuning.base import DataError, log, stack_features
 from electra_tf.finetuning.classification import GLUE_SUBMISSION_NAMES, GlueTask, RegressionTask
@@ -83,7 +82,10 @@ class FinetuningRun:
     self.data = FinetuningData(config, self.tasks)
     self.tasks_key = "_".join(config.task_names)
     self.results_dir = os.path.join(config.model_dir, "results")
-    self.strategy = get_strategy(config.strategy, config.tpu_name)
+    # Pre-training's strategy selection (auto: TPU if use_tpu/tpu_name, multi-worker if TF_CONFIG, all GPUs);
+    # it reads only fields both configs share.
+    from electra_tf.pretraining.trainer import select_strategy  # pylint: disable=g-import-not-at-top
+    self.strategy = select_strategy(config)
     self.progress = progress
     self.trial_results = []
     self.init_checkpoint = resolve_init_checkpoint(config)
