@@ -38,11 +38,17 @@ class ElectraEncoder(keras.layers.Layer):
     # The reference's embeddings_project uses tf.layers.dense's default (glorot uniform) initializer.
     self.embeddings_project = (keras.layers.Dense(config.hidden_size, name="embeddings_project")
                                if emb_width != config.hidden_size else None)
-    self.transformer_layers = [
-        TransformerLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
-                         config.hidden_act, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
-                         config.initializer_range, name=f"layer_{i}")
-        for i in range(config.num_hidden_layers)]
+    # One attribute per layer, not a list: tf.train.Checkpoint does not follow Keras 3's tracked
+    # lists, so layers kept only in a list would silently be left out of every checkpoint.
+    for i in range(config.num_hidden_layers):
+      setattr(self, f"layer_{i}", TransformerLayer(
+          config.hidden_size, config.num_attention_heads, config.intermediate_size, config.hidden_act,
+          config.hidden_dropout_prob, config.attention_probs_dropout_prob, config.initializer_range,
+          name=f"layer_{i}"))
+
+  @property
+  def transformer_layers(self):
+    return [getattr(self, f"layer_{i}") for i in range(self.config.num_hidden_layers)]
 
   def build(self, input_shape=None):
     if not self.embeddings.built:
