@@ -128,3 +128,45 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print) -> pathlib
   log(f"sample data in {sample_dir}: {len(imdb):,} IMDB reviews ({n_sentences:,} sentences) for "
       f"pre-training; Rotten Tomatoes {info['sst_train']:,} train / {info['sst_dev']:,} dev as the sst task")
   return sample_dir
+
+
+SAMPLE_VOCAB_SIZE = 8000
+SAMPLE_VOCAB_SENTENCES = 40000  # enough text for an 8k WordPiece vocab in about a minute on 2 cores
+SAMPLE_MAX_SEQ_LENGTH = 128
+
+
+def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=print,
+                        build_records: bool = True) -> pathlib.Path:
+  """The whole sample data directory: text, a vocab, and pre-training TFRecords (each step once).
+
+  - ``vocab.txt``: ``vocab_file`` copied in if given, else a WordPiece vocab of 8,000 learned from the
+    sample corpus with the reference's special-token ids;
+  - ``pretrain_tfrecords/``: 8 shards plus a 2% held-out split for pre-training evaluation.
+  """
+  from electra_tf.pretrain_data import build, corpus, vocab  # pylint: disable=g-import-not-at-top
+  root = prepare_sample_data(sample_dir, max_reviews=max_reviews, log=log)
+  vocab_path = root / "vocab.txt"
+  if vocab_file is not None:
+    if not pathlib.Path(vocab_file).is_file():
+      raise SampleDataError(f"vocab file {vocab_file} does not exist; pass an existing vocab.txt")
+    tmp = vocab_path.with_suffix(".txt.tmp")
+    shutil.copyfile(vocab_file, tmp)
+    os.replace(tmp, vocab_path)
+  elif not vocab_path.exists():
+    log(f"learning a {SAMPLE_VOCAB_SIZE:,}-entry WordPiece vocab from the sample corpus -> {vocab_path}")
+    tmp = vocab_path.with_suffix(".txt.tmp")
+    vocab.learn_wordpiece_vocab(corpus.iter_text_dir(str(root / "corpus")), str(tmp),
+                                vocab_size=SAMPLE_VOCAB_SIZE, max_sentences=SAMPLE_VOCAB_SENTENCES)
+    os.replace(tmp, vocab_path)
+  records = root / "pretrain_tfrecords"
+  if build_records and not list(records.glob("pretrain_data.tfrecord*")):
+    log(f"building the sample pre-training TFRecords -> {records}")
+    build.build_pretraining_dataset(str(records), str(vocab_path), corpus_dir=str(root / "corpus"),
+                                    max_seq_length=SAMPLE_MAX_SEQ_LENGTH, num_processes=2, num_shards=8,
+                                    eval_fraction=0.02, progress=False)
+  return root
+
+
+def vocab_size_of(vocab_file) -> int:
+  with open(vocab_file, encoding="utf-8") as f:
+    return sum(1 for _ in f)
