@@ -285,7 +285,10 @@ class FullTokenizer:
 
   def _graph(self):
     if self._tf_path is None:
-      self._tf_path = _TFWordpiece(self.vocab, self.do_lower_case, self.strip_accents)
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      # Eager constants even when first called inside a user's tf.function (the object is reused).
+      with tf.init_scope():
+        self._tf_path = _TFWordpiece(self.vocab, self.do_lower_case, self.strip_accents)
     return self._tf_path
 
   def tf_tokenize(self, text):
@@ -351,7 +354,7 @@ class SentencePieceTokenizer:
     import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
 
     if self._tf_sp is None:
-      with open(self.vocab_file, "rb") as f:
+      with open(self.vocab_file, "rb") as f, tf.init_scope():
         self._tf_sp = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     if self.do_lower_case:
       text = tf.strings.lower(text, encoding="utf-8")
