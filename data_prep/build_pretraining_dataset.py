@@ -2,6 +2,9 @@
 
   python data_prep/build_pretraining_dataset.py --corpus-dir corpus/ --vocab-file vocab.txt \
       --output-dir pretrain_tfrecords --num-processes 2 --num-shards 64 --eval-fraction 0.01
+
+With no corpus, vocab or output arguments it builds the embedded sample setup (./sample_run: IMDB
+reviews, a learned 8k vocab) so the command can be tried alone.
 """
 
 import argparse
@@ -27,8 +30,8 @@ def parse_args(argv=None):
   src.add_argument("--tfds-text-key", default="text")
   src.add_argument("--tfds-data-dir", default=None)
   src.add_argument("--tfds-download", action="store_true", help="let tfds download and prepare it")
-  p.add_argument("--vocab-file", required=True, help="WordPiece vocab.txt or SentencePiece .model")
-  p.add_argument("--output-dir", required=True, help="where the TFRecords and metadata.json go")
+  p.add_argument("--vocab-file", help="WordPiece vocab.txt or SentencePiece .model")
+  p.add_argument("--output-dir", help="where the TFRecords and metadata.json go")
   p.add_argument("--max-seq-length", type=int, default=128)
   p.add_argument("--num-processes", type=int, default=1)
   p.add_argument("--blanks-separate-docs", action=argparse.BooleanOptionalAction, default=True,
@@ -49,8 +52,33 @@ def parse_args(argv=None):
   return p.parse_args(argv)
 
 
+def _sample_defaults(args):
+  """No data arguments at all: the embedded sample setup. Some but not all: say what is missing."""
+  sources = args.corpus_dir or args.wikipedia_dump or args.books_dir or args.tfds_name
+  if not (sources or args.vocab_file or args.output_dir):
+    from electra_tf import sample_data  # pylint: disable=g-import-not-at-top
+    root = sample_data.ensure_sample_setup(build_records=False)
+    args.corpus_dir, args.vocab_file = str(root / "corpus"), str(root / "vocab.txt")
+    args.output_dir = str(root / "pretrain_tfrecords")
+    if args.num_shards == 1000:  # the reference's 1000 shards are far too many for a small corpus
+      args.num_shards = 8
+    return None
+  missing = [flag for flag, value in (("--vocab-file", args.vocab_file), ("--output-dir", args.output_dir))
+             if not value]
+  if missing:
+    return f"{' and '.join(missing)} required (or give no data arguments to build the sample setup)"
+  return None
+
+
 def main(argv=None):
   args = parse_args(argv)
+  try:
+    problem = _sample_defaults(args)
+  except (ValueError, RuntimeError) as e:
+    problem = str(e)
+  if problem:
+    print(f"error: {problem}", file=sys.stderr)
+    return 2
   tfds = None
   if args.tfds_name:
     tfds = dict(name=args.tfds_name, split=args.tfds_split, text_key=args.tfds_text_key,

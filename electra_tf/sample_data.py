@@ -170,3 +170,19 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
 def vocab_size_of(vocab_file) -> int:
   with open(vocab_file, encoding="utf-8") as f:
     return sum(1 for _ in f)
+
+
+# The sample model: ELECTRA-shaped but tiny, so pre-training shows progress in minutes on 2 CPU cores.
+SAMPLE_MODEL_NAME = "electra_sample"
+SAMPLE_TASK = "sst"
+
+
+def sample_model_hparams(vocab_file) -> dict:
+  """Hparams shared by pre-training and fine-tuning the sample model (the shapes must agree)."""
+  return {"model_size": "small", "vocab_size": vocab_size_of(vocab_file), "embedding_size": 128,
+          "model_hparam_overrides": {"hidden_size": 128, "num_hidden_layers": 3}}
+
+
+def sample_finetuning_hparams(vocab_file) -> dict:
+  return {**sample_model_hparams(vocab_file), "task_names": [SAMPLE_TASK], "max_seq_length": 64,
+          "num_train_epochs": 2.0, "learning_rate": 3e-4, "layerwise_lr_decay": 0.8}
