@@ -28,8 +28,12 @@ def _wikitext_lines(data_dir: pathlib.Path, split: str, max_lines: int):
 
 def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: pathlib.Path,
                     max_seq_length: int = 32, max_lines: int = 600, num_files: int = 2,
-                    heldout: bool = True) -> pathlib.Path:
-  """Writes ``out_dir/pretrain_tfrecords`` (+ held-out ``pretrain_eval.tfrecord*``) and ``out_dir/vocab.txt``; returns out_dir."""
+                    heldout: bool = True, top_k: int = 0) -> pathlib.Path:
+  """Writes ``out_dir/pretrain_tfrecords`` (+ held-out ``pretrain_eval.tfrecord*``) and ``out_dir/vocab.txt``.
+
+  ``top_k`` > 0: the vocab is the 5 special tokens plus the ``top_k`` most frequent word pieces of the
+  text (the rest become [UNK]), so a tiny model sees every token often. Returns out_dir.
+  """
   import tensorflow as tf
   from electra_tf import tokenization
   from electra_tf.pretrain_data import metadata
@@ -38,14 +42,28 @@ def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: p
   rec_dir = out_dir / "pretrain_tfrecords"
   rec_dir.mkdir(parents=True, exist_ok=True)
   vocab_copy = out_dir / "vocab.txt"
-  vocab_copy.write_bytes(pathlib.Path(vocab_file).read_bytes())
-  tok = tokenization.FullTokenizer(str(vocab_copy), do_lower_case=True)
-  cls, sep = tok.vocab["[CLS]"], tok.vocab["[SEP]"]
+  tok = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+  remap = None
+  if top_k:
+    from collections import Counter
+    counts = Counter(t for line in _wikitext_lines(data_dir, "train", max_lines) for t in tok.tokenize(line))
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [t for t, _ in counts.most_common(top_k)]
+    vocab_copy.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    remap = {t: i for i, t in enumerate(tokens)}
+  else:
+    vocab_copy.write_bytes(pathlib.Path(vocab_file).read_bytes())
+  if remap:
+    cls, sep = remap["[CLS]"], remap["[SEP]"]
+  else:
+    cls, sep = tok.vocab["[CLS]"], tok.vocab["[SEP]"]
+
+  def to_ids(tokens):
+    return [remap.get(t, 1) for t in tokens] if remap else tok.convert_tokens_to_ids(tokens)
 
   def examples(split, limit):
     cur = []
     for line in _wikitext_lines(data_dir, split, limit):
-      ids = tok.convert_tokens_to_ids(tok.tokenize(line))
+      ids = to_ids(tok.tokenize(line))
       while ids:
         room = max_seq_length - 2 - len(cur)
         cur.extend(ids[:room])

@@ -63,20 +63,19 @@ def select_strategy(cfg: PretrainingConfig) -> tf.distribute.Strategy:
   """``strategy``: auto (TPU if use_tpu/tpu_name, multi-worker if TF_CONFIG names several workers,
   Mirrored over several GPUs, else one device), one_device, mirrored, multi_worker or tpu."""
   name = cfg.strategy
+  if name == "auto" and (cfg.use_tpu or cfg.tpu_name):
+    name = "tpu"
+  elif name == "auto" and _tf_config_workers() > 1:
+    name = "multi_worker"
+  if name == "multi_worker":  # before anything initialises the TF runtime (collectives are set up at start)
+    return tf.distribute.MultiWorkerMirroredStrategy()
   gpus = tf.config.list_logical_devices("GPU")
   if name == "auto":
-    if cfg.use_tpu or cfg.tpu_name:
-      name = "tpu"
-    elif _tf_config_workers() > 1:
-      name = "multi_worker"
-    else:
-      name = "mirrored" if len(gpus) > 1 else "one_device"
+    name = "mirrored" if len(gpus) > 1 else "one_device"
   if name == "one_device":
     return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
   if name == "mirrored":
     return tf.distribute.MirroredStrategy()
-  if name == "multi_worker":
-    return tf.distribute.MultiWorkerMirroredStrategy()
   resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
       tpu=cfg.tpu_name or "", zone=cfg.tpu_zone, project=cfg.gcp_project,
       job_name=cfg.tpu_job_name or "worker")
@@ -192,17 +191,18 @@ class Trainer:
     self.cfg = cfg
     self.log_fn = log_fn
     self.progress = progress
+    self.strategy = strategy or select_strategy(cfg)  # first: multi-worker must precede TF runtime start
     if check_inputs:
       check_data(cfg)
     special = special_ids_from_vocab(cfg)
     set_precision_policy(cfg.mixed_precision)
-    self.strategy = strategy or select_strategy(cfg)
     self.num_replicas = self.strategy.num_replicas_in_sync
     for name, batch in (("train_batch_size", cfg.train_batch_size), ("eval_batch_size", cfg.eval_batch_size)):
       if batch % self.num_replicas:
         raise PretrainingError(f"{name} {batch} is not a multiple of the {self.num_replicas} replicas; "
                                "batch sizes are global: use a multiple")
     self.chief = is_chief(self.strategy)
+    keras.utils.set_random_seed(cfg.seed)  # same initial weights for the same seed, in any topology
     with self.strategy.scope():
       self.model = objective.PretrainingModel(cfg, special)
       self.variables = self.model.trainable_variables

@@ -1,0 +1,45 @@
+"""Subprocess body of the distribution tests: trains a tiny dropout-free ELECTRA and prints JSON.
+
+  python _pretraining_dist_worker.py MODE DATA_DIR MODEL_NAME
+MODE: single (one device), mirrored (two logical CPU devices), worker (MultiWorkerMirrored via TF_CONFIG).
+Output (last stdout line): {"losses": [[total, mlm, disc] per step], "weights": sum of |w| per variable}.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main(mode, data_dir, model_name):
+  import tensorflow as tf
+  if mode == "mirrored":
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+  import _pretraining_testlib as lib
+  from electra_tf.configs import PretrainingConfig
+  from electra_tf.pretraining import trainer
+  model = dict(lib.TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  hp = lib.tiny_hparams(model_hparam_overrides=model, num_train_steps=6, iterations_per_loop=1,
+                        save_checkpoints_steps=100, strategy={"single": "one_device", "mirrored": "mirrored",
+                                                              "worker": "multi_worker"}[mode])
+  cfg = PretrainingConfig.create(model_name, data_dir, **hp)
+  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
+  assert t.num_replicas == (1 if mode == "single" else 2), t.num_replicas
+  losses = []
+  log_loop = t._log_loop
+
+  def record(*args):
+    values = log_loop(*args)
+    losses.append([values["total_loss"], values["mlm_loss"], values["disc_loss"]])
+    return values
+
+  t._log_loop = record
+  t.train()
+  print(json.dumps({"losses": losses, "weights": [float(abs(v.numpy()).sum()) for v in t.variables]}))
+
+
+if __name__ == "__main__":
+  main(*sys.argv[1:4])

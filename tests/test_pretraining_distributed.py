@@ -1,0 +1,64 @@
+"""tf.distribute: two replicas (Mirrored on two logical CPUs, MultiWorkerMirrored with two local processes)
+train exactly like one device on the same global batch (dropout off; masking and sampling are keyed by the
+example's row in the global batch, so they agree too)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import _pretraining_testlib as lib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "_pretraining_dist_worker.py")
+
+
+@pytest.fixture(scope="module")
+def wiki_dir(tmp_path_factory, data_dir, bert_vocab):
+  return lib.build_tfrecords(tmp_path_factory.mktemp("wiki"), data_dir, bert_vocab)
+
+
+def _start(mode, root, name, env=None):
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+  return subprocess.Popen([sys.executable, WORKER, mode, str(root), name], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _result(proc, timeout=400):
+  out, err = proc.communicate(timeout=timeout)
+  assert proc.returncode == 0, err[-3000:]
+  return json.loads(out.strip().splitlines()[-1])
+
+
+def _assert_same(a, b):
+  np.testing.assert_allclose(a["losses"], b["losses"], rtol=2e-4, atol=1e-5)
+  np.testing.assert_allclose(a["weights"], b["weights"], rtol=2e-4, atol=1e-6)
+
+
+def test_mirrored_two_replicas_equal_one_device(wiki_dir):
+  single = _start("single", wiki_dir, "single")
+  mirrored = _start("mirrored", wiki_dir, "mirrored")
+  a, b = _result(single), _result(mirrored)
+  assert len(a["losses"]) == 6
+  _assert_same(a, b)
+
+
+def _free_port():
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_multi_worker_two_processes_agree_with_one_device(wiki_dir):
+  cluster = {"worker": [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]}
+  workers = [_start("worker", wiki_dir, "multi", {"TF_CONFIG": json.dumps(
+      {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
+  results = [_result(w) for w in workers]
+  single = _result(_start("single", wiki_dir, "single_mw"))
+  _assert_same(results[0], results[1])
+  _assert_same(results[0], single)
