@@ -187,14 +187,14 @@ class Trainer:
   """
 
   def __init__(self, cfg: PretrainingConfig, strategy: tf.distribute.Strategy = None, log_fn=print,
-               progress: bool = True, check_inputs: bool = True):
+               progress: bool = True, check_inputs: bool = True, special: masking.SpecialIds = None):
     self.cfg = cfg
     self.log_fn = log_fn
     self.progress = progress
     self.strategy = strategy or select_strategy(cfg)  # first: multi-worker must precede TF runtime start
     if check_inputs:
       check_data(cfg)
-    special = special_ids_from_vocab(cfg)
+    special = special or special_ids_from_vocab(cfg)  # benchmarks pass BERT's ids and no vocab file
     set_precision_policy(cfg.mixed_precision)
     self.num_replicas = self.strategy.num_replicas_in_sync
     for name, batch in (("train_batch_size", cfg.train_batch_size), ("eval_batch_size", cfg.eval_batch_size)):

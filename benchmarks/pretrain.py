@@ -1,0 +1,192 @@
+"""Pre-training step throughput: this implementation vs transformers' PyTorch ELECTRA pair (and
+tf-models-official's ElectraPretrainer when installed), on the same machine in the same run.
+
+  python benchmarks/pretrain.py                                  # CPU-sized defaults
+  python benchmarks/pretrain.py --sizes small,base --batch 128 --seq-len 128 --dtypes float32,bfloat16 \\
+      --xla both --steps 20                                      # one GPU (the H100 targets)
+
+Reports sequences/s, tokens/s, achieved TFLOP/s (analytic training FLOPs: 3x the forward matmul FLOPs of
+generator and discriminator, attention included, embeddings lookups excluded) and the fraction of the
+device's matmul peak measured here (a large square matmul in the same dtype). Synthetic random token ids;
+the full step runs: masking, generator, Gumbel sampling, discriminator, loss, gradients, clip, AdamW.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def training_flops_per_sequence(cfg) -> float:
+  """Analytic FLOPs of one training sequence (fwd + bwd = 3x fwd) for generator + discriminator."""
+  t, p = cfg.max_seq_length, cfg.max_predictions_per_seq
+
+  def encoder(m, tokens):
+    h, i, e, layers = m.hidden_size, m.intermediate_size, m.embedding_size, m.num_hidden_layers
+    per_layer = 2 * tokens * (4 * h * h + 2 * h * i) + 2 * 2 * tokens * tokens * h  # dense + QK^T and PV
+    return layers * per_layer + (2 * tokens * e * h if e != h else 0)
+
+  disc, gen = cfg.discriminator_config(), cfg.generator_config()
+  fwd = encoder(disc, t) + 2 * t * (disc.hidden_size ** 2 + disc.hidden_size)
+  if cfg.electra_objective:
+    e = gen.embedding_size if cfg.untied_generator_embeddings else disc.embedding_size
+    fwd += encoder(gen, t) + 2 * p * (gen.hidden_size * e + e * gen.vocab_size)
+  return 3.0 * fwd
+
+
+def matmul_peak_tflops(dtype: str, n: int) -> float:
+  import tensorflow as tf
+  tfdtype = {"float32": tf.float32, "bfloat16": tf.bfloat16, "float16": tf.float16}[dtype]
+  a = tf.random.normal([n, n], dtype=tf.float32)
+  a = tf.cast(a, tfdtype)
+  f = tf.function(lambda x: tf.reduce_sum(tf.cast(tf.matmul(x, x), tf.float32)))
+  f(a).numpy()
+  reps, start = 0, time.perf_counter()
+  while time.perf_counter() - start < 2.0:
+    f(a).numpy()
+    reps += 1
+  return 2 * n ** 3 * reps / (time.perf_counter() - start) / 1e12
+
+
+def bench_ours(cfg, steps: int, warmup: int) -> float:
+  import tensorflow as tf
+  from electra_tf.pretraining import masking, trainer
+  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None, check_inputs=False,
+                      special=masking.SpecialIds())
+  b, n = cfg.train_batch_size, cfg.max_seq_length
+  ids = tf.random.uniform([b, n], 1000, cfg.vocab_size, dtype=tf.int32, seed=1)
+  ids = tf.concat([tf.fill([b, 1], 101), ids[:, 1:-1], tf.fill([b, 1], 102)], 1)
+  batch = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
+  ds = tf.data.Dataset.from_tensors(batch).repeat()
+  iterator = iter(t.strategy.experimental_distribute_dataset(ds))
+  t._build_train_fns()
+  t._train_loop_fn(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
+  start = time.perf_counter()
+  t._train_loop_fn(iterator, tf.constant(steps))[1].numpy()
+  return steps * b / (time.perf_counter() - start)
+
+
+def bench_hf_torch(cfg, steps: int, warmup: int, dtype: str) -> float:
+  """transformers' ElectraForMaskedLM (generator) + ElectraForPreTraining (discriminator), one step each
+  with the same masking/sampling/loss shape as ELECTRA, AdamW, global-norm clip 1.0."""
+  import torch
+  from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+  torch.manual_seed(0)
+  d, g = cfg.discriminator_config(), cfg.generator_config()
+
+  def hf(m):
+    return ElectraConfig(vocab_size=m.vocab_size, embedding_size=d.embedding_size, hidden_size=m.hidden_size,
+                         num_hidden_layers=m.num_hidden_layers, num_attention_heads=m.num_attention_heads,
+                         intermediate_size=m.intermediate_size, max_position_embeddings=512)
+
+  gen, disc = ElectraForMaskedLM(hf(g)), ElectraForPreTraining(hf(d))
+  gen.electra.embeddings = disc.electra.embeddings  # shared embeddings, as ELECTRA
+  gen.generator_lm_head.weight = disc.electra.embeddings.word_embeddings.weight
+  params = list({id(p): p for p in list(gen.parameters()) + list(disc.parameters())}.values())
+  opt = torch.optim.AdamW(params, lr=1e-4, eps=1e-6, weight_decay=0.01)
+  b, n, p = cfg.train_batch_size, cfg.max_seq_length, cfg.max_predictions_per_seq
+  ids = torch.randint(1000, cfg.vocab_size, (b, n))
+  autocast = torch.autocast("cpu" if not torch.cuda.is_available() else "cuda", dtype=torch.bfloat16,
+                            enabled=dtype == "bfloat16")
+  device = "cuda" if torch.cuda.is_available() else "cpu"
+  gen.to(device), disc.to(device)
+  ids = ids.to(device)
+
+  def step():
+    pos = torch.randint(1, n - 1, (b, p), device=device)
+    masked = ids.clone().scatter_(1, pos, 103)
+    with autocast:
+      logits = gen(input_ids=masked).logits.gather(1, pos[..., None].expand(-1, -1, cfg.vocab_size))
+      mlm = torch.nn.functional.cross_entropy(logits.float().reshape(-1, cfg.vocab_size),
+                                              ids.gather(1, pos).reshape(-1))
+      u = torch.rand_like(logits, dtype=torch.float32)
+      sampled = (logits.float().detach() - torch.log(-torch.log(u + 1e-9) + 1e-9)).argmax(-1)
+      fake = ids.clone().scatter_(1, pos, sampled)
+      labels = (fake != ids).float()
+      disc_logits = disc(input_ids=fake).logits
+      loss = mlm + 50.0 * torch.nn.functional.binary_cross_entropy_with_logits(disc_logits.float(), labels)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+
+  for _ in range(warmup):
+    step()
+  if device == "cuda":
+    torch.cuda.synchronize()
+  start = time.perf_counter()
+  for _ in range(steps):
+    step()
+  if device == "cuda":
+    torch.cuda.synchronize()
+  return steps * b / (time.perf_counter() - start)
+
+
+def bench_tf_models(cfg, steps: int, warmup: int) -> float:
+  from official.nlp.modeling import models, networks  # noqa: F401  (tf-models-official, optional)
+  raise NotImplementedError("tf-models-official is installed but its pretrainer is not wired in yet")
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--sizes", default="small", help="comma-separated: small, base, large")
+  ap.add_argument("--dtypes", default="float32,bfloat16")
+  ap.add_argument("--xla", default="both", choices=("on", "off", "both"))
+  ap.add_argument("--batch", type=int, default=None, help="global batch (default 128 on GPU, 16 on CPU)")
+  ap.add_argument("--seq-len", type=int, default=128)
+  ap.add_argument("--steps", type=int, default=None, help="timed steps (default 20 GPU / 3 CPU)")
+  ap.add_argument("--warmup", type=int, default=2)
+  ap.add_argument("--compare", default="hf,tfm", help="others to time: hf (transformers PyTorch), tfm "
+                                                       "(tf-models-official); '' for none")
+  ap.add_argument("--json", help="also write the results here")
+  args = ap.parse_args(argv)
+  import tensorflow as tf
+  from electra_tf.configs import PretrainingConfig
+  gpu = bool(tf.config.list_physical_devices("GPU"))
+  batch = args.batch or (128 if gpu else 16)
+  steps = args.steps or (20 if gpu else 3)
+  device = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
+      "device_name", "GPU") if gpu else f"CPU ({os.cpu_count()} cores)"
+  print(f"device: {device}; batch {batch}, length {args.seq_len}, {steps} timed steps")
+  peaks = {dt: matmul_peak_tflops(dt, 8192 if gpu else 2048) for dt in args.dtypes.split(",")}
+  print("measured matmul peak (TFLOP/s): " + ", ".join(f"{k} {v:.3f}" for k, v in peaks.items()))
+  rows = []
+  for size in args.sizes.split(","):
+    for dtype in args.dtypes.split(","):
+      for xla in ([True, False] if args.xla == "both" else [args.xla == "on"]):
+        cfg = PretrainingConfig.create(f"bench_{size}", "/nonexistent", preset=size, train_batch_size=batch,
+                                       max_seq_length=args.seq_len, mixed_precision=dtype, use_xla=xla,
+                                       num_warmup_steps=0, strategy="one_device")
+        flops = training_flops_per_sequence(cfg)
+        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
+        if "hf" in args.compare.split(",") and xla:
+          impls.append(("transformers-torch", lambda: bench_hf_torch(cfg, steps, args.warmup, dtype)))
+        if "tfm" in args.compare.split(",") and xla:
+          impls.append(("tf-models-official", lambda: bench_tf_models(cfg, steps, args.warmup)))
+        for name, fn in impls:
+          try:
+            seqs = fn()
+          except ImportError:
+            print(f"{name}: not installed, skipped")
+            continue
+          except NotImplementedError as e:
+            print(f"{name}: {e}")
+            continue
+          tflops = seqs * flops / 1e12
+          row = dict(impl=name, size=size, dtype=dtype, xla=xla if name == "electra_tf" else None, batch=batch,
+                     seq_len=args.seq_len, seq_per_s=seqs, tok_per_s=seqs * args.seq_len, tflops=tflops,
+                     peak_fraction=tflops / peaks[dtype])
+          rows.append(row)
+          print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} {seqs:9.1f} seq/s "
+                f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak",
+                flush=True)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump({"device": device, "peaks": peaks, "rows": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+  main()
