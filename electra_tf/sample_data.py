@@ -88,6 +88,10 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_t
     if (info.get("max_reviews"), info.get("max_task_train")) == (max_reviews, max_task_train):
       return sample_dir
   sample_dir.mkdir(parents=True, exist_ok=True)
+  # New text invalidates what was derived from the old: the learned vocab and the TFRecords.
+  for derived in ("vocab.txt", "pretrain_tfrecords"):
+    path = sample_dir / derived
+    shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
   imdb, rt = read_reviews()
   imdb = imdb[:max_reviews] if max_reviews else imdb
 

@@ -49,7 +49,12 @@ def main(argv=None) -> int:
     PretrainingConfig.create(args.model_name or "electra_sample", args.data_dir or ".", preset=args.model_size,
                              **hparams)  # validate flags before the slow imports
     from electra_tf.pretraining import trainer  # pylint: disable=g-import-not-at-top
-    data_dir = args.data_dir or trainer.sample_data_dir()
+    data_dir = args.data_dir
+    if data_dir is None:  # the sample setup: its data, learned vocab and tiny model (user values win)
+      from electra_tf import sample_data  # pylint: disable=g-import-not-at-top
+      root = sample_data.ensure_sample_setup()
+      hparams = {**sample_data.sample_pretraining_hparams(root / "vocab.txt"), **hparams}
+      data_dir = str(root)
     config = PretrainingConfig.create(args.model_name or "electra_sample", data_dir, preset=args.model_size,
                                       **hparams)
     trainer.run(config, progress=not args.no_progress)

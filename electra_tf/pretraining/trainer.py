@@ -579,26 +579,6 @@ def _fmt_time(seconds: float) -> str:
   return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
 
 
-def sample_data_dir(log_fn=print) -> str:
-  """The embedded sample setup (``electra_tf.sample_data``) with its pre-training TFRecords built once.
-
-  Needs ``<sample_dir>/vocab.txt``; builds ``pretrain_tfrecords`` (8 shards, 2% held out) if missing.
-  """
-  from electra_tf import sample_data
-  from electra_tf.pretrain_data import build
-  root = sample_data.prepare_sample_data(log=log_fn)
-  vocab = os.path.join(root, "vocab.txt")
-  if not os.path.isfile(vocab):
-    raise PretrainingError(f"the sample setup has no vocab at {vocab}; copy a WordPiece vocab.txt (e.g. BERT's "
-                           "uncased vocab) there, or pass --data-dir")
-  records = os.path.join(root, "pretrain_tfrecords")
-  if not tf.io.gfile.glob(os.path.join(records, "pretrain_data.tfrecord*")):
-    log_fn(f"building the sample pre-training data in {records}")
-    build.build_pretraining_dataset(records, vocab, corpus_dir=os.path.join(root, "corpus"), num_shards=8,
-                                    eval_fraction=0.02, progress=False)
-  return str(root)
-
-
 def run(cfg: PretrainingConfig, log_fn=print, progress: bool = True, max_steps=None):
   """What ``run_pretraining.py`` does: train (resuming) or evaluate, per the reference's do_train/do_eval."""
   if cfg.do_train == cfg.do_eval:
