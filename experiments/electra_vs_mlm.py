@@ -37,6 +37,8 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from electra_tf import reporting  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 METHODS = ("electra", "mlm", "no_pretrain")
 LABELS = {"electra": "ELECTRA", "mlm": "MLM only (BERT-style)", "no_pretrain": "no pre-training"}
 
@@ -255,18 +257,6 @@ def stage_finetune(args, data_dir, logs, vocab_size, method, init_checkpoint, se
 
 # ---- collection and plots --------------------------------------------------------------------------------
 
-def read_scalars(event_dir):
-  """{tag: [(step, value)]} from the TensorBoard event files the pre-training trainer writes."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  out = {}
-  for path in sorted(tf.io.gfile.glob(os.path.join(event_dir, "events.out.tfevents.*"))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for v in event.summary.value:
-        value = float(tf.make_ndarray(v.tensor)) if v.HasField("tensor") else float(v.simple_value)
-        out.setdefault(v.tag, {})[int(event.step)] = value  # a resumed run rewrites a step: keep the last
-  return {k: sorted(d.items()) for k, d in out.items()}
-
-
 def train_seconds(curves, batch_size):
   """Pure training time: the trainer logs sequences/s per compiled loop, so each loop took
   (steps in loop x batch) / (sequences/s). Excludes start-up, checkpointing and evaluation."""
@@ -447,7 +437,7 @@ def main(argv=None):
              "finetune_hparams": finetune_hparams(args, vocab_size),
              "flops_ratio_electra_over_mlm_per_step": per_step["electra"] / per_step["mlm"],
              "script_wall_seconds_this_invocation": time.time() - started}
-  curves = {m: read_scalars(os.path.join(data_dir, "models", m, "train")) for m in ("electra", "mlm")}
+  curves = {m: reporting.read_scalars(os.path.join(data_dir, "models", m, "train")) for m in ("electra", "mlm")}
   for m in ("electra", "mlm"):
     pretraining[m]["train_seconds_from_logs"] = train_seconds(curves[m], args.batch_size)
   summary["curves"] = {m: {k: v for k, v in c.items() if k in (
