@@ -355,7 +355,6 @@ def generator_head_parameters(gen: ModelConfig, embedding_size: int) -> int:
 def pretraining_summary(cfg: PretrainingConfig) -> str:
   """The start-up lines: generator and discriminator dimensions and parameter counts."""
   disc, gen = cfg.discriminator_config(), cfg.generator_config()
-  shared_gen = gen is disc or not cfg.untied_generator
 
   def dims(c: ModelConfig) -> str:
     return (f"L={c.num_hidden_layers} H={c.hidden_size} heads={c.num_attention_heads} "
@@ -366,7 +365,7 @@ def pretraining_summary(cfg: PretrainingConfig) -> str:
   if not cfg.electra_objective and not cfg.electric_objective:
     mlm = encoder_parameters(disc) + generator_head_parameters(disc, disc.embedding_size)
     return f"MLM model (BERT objective): {dims(disc)}  params={mlm:,}"
-  if shared_gen:
+  if not cfg.untied_generator:
     lines.append("generator: shares the discriminator's transformer (untied_generator=false)")
   else:
     towers = 2 if cfg.two_tower_generator else 1
