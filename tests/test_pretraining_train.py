@@ -142,3 +142,26 @@ def test_cli_errors_are_one_line_with_exit_code_2(wiki_dir, tmp_path):
   assert length.returncode == 2 and "has max_seq_length 32 but the config has 128" in length.stderr
   both = _cli("--data-dir", str(wiki_dir), "--model-name", "x", "--hparams", '{"do_eval": true}')
   assert both.returncode == 2 and "exactly one of do_train and do_eval" in both.stderr
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_mixed_precision_trains_with_float32_variables(wiki_dir, precision):
+  """bf16, and fp16 with dynamic loss scaling: finite losses, weights move, variables stay float32."""
+  import keras
+  cfg = _config(wiki_dir, precision, num_train_steps=20, iterations_per_loop=10, learning_rate=3e-3,
+                mixed_precision=precision)
+  try:
+    t = _trainer(cfg)
+    before = _weights(t)
+    result = t.train()
+    metrics = t.evaluate()
+  finally:
+    keras.mixed_precision.set_global_policy("float32")  # the trainer sets the process-wide policy
+  assert result.step == 20 and np.isfinite(result.last_log["total_loss"])
+  assert all(np.isfinite(v) for k, v in metrics.items() if k != "step")
+  after = _weights(t)
+  assert sum(not np.array_equal(before[i], after[i]) for i in before) > 0.9 * len(before)
+  assert all(v.dtype == np.float32 for v in after.values())
+  if precision == "float16":
+    scale = float(t.loss_scale.numpy())
+    assert 1.0 <= scale <= 2.0 ** 15 and "loss_scale" in result.last_log
