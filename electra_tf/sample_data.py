@@ -68,6 +68,20 @@ def review_to_paragraphs(text: str) -> str:
   return html.unescape(re.sub(r"<[^>]+>", " ", text))
 
 
+_SAMPLE_MODELS = ("models/electra_sample", "models/electra_sample_no_pretraining")
+
+
+def _drop_derived(sample_dir: pathlib.Path, *names, log=print):
+  for name in names:
+    path = sample_dir / name
+    if path.is_dir():
+      shutil.rmtree(path)
+      if name.startswith("models/"):
+        log(f"removed {path}: it was trained on data or a vocab that the sample setup has replaced")
+    else:
+      path.unlink(missing_ok=True)
+
+
 def _atomic_dir(final: pathlib.Path):
   tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))
   tmp.chmod(0o755)  # mkdtemp makes it private; the renamed result should not be
@@ -88,10 +102,8 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_t
     if (info.get("max_reviews"), info.get("max_task_train")) == (max_reviews, max_task_train):
       return sample_dir
   sample_dir.mkdir(parents=True, exist_ok=True)
-  # New text invalidates what was derived from the old: the learned vocab and the TFRecords.
-  for derived in ("vocab.txt", "pretrain_tfrecords"):
-    path = sample_dir / derived
-    shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+  # New text invalidates everything derived from the old: the vocab, the TFRecords and the sample models.
+  _drop_derived(sample_dir, "vocab.txt", "pretrain_tfrecords", *_SAMPLE_MODELS, log=log)
   imdb, rt = read_reviews()
   imdb = imdb[:max_reviews] if max_reviews else imdb
 
@@ -159,6 +171,8 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
   if vocab_file is not None:
     if not pathlib.Path(vocab_file).is_file():
       raise SampleDataError(f"vocab file {vocab_file} does not exist; pass an existing vocab.txt")
+    if vocab_path.exists() and vocab_path.read_bytes() != pathlib.Path(vocab_file).read_bytes():
+      _drop_derived(root, "pretrain_tfrecords", *_SAMPLE_MODELS, log=log)  # built with the old vocab
     tmp = vocab_path.with_suffix(".txt.tmp")
     shutil.copyfile(vocab_file, tmp)
     os.replace(tmp, vocab_path)

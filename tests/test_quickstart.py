@@ -65,3 +65,28 @@ def test_fine_tuned_model_predicts_its_reported_accuracy(quick_run):
                                 do_train=False, init_checkpoint=str(saved))
   results = run_finetuning(cfg, progress=False)
   assert results[0]["sst"]["accuracy"] == pytest.approx(summary["dev_accuracy"]["pretrained"], abs=1e-6)
+
+
+def test_new_sample_text_or_vocab_drops_what_was_derived_from_the_old(tmp_path):
+  """A sample model or TFRecords built from other text or another vocab must not be reused."""
+  from electra_tf import sample_data
+  quiet = lambda *_: None
+  root = sample_data.prepare_sample_data(tmp_path, max_reviews=20, max_task_train=50, log=quiet)
+  (root / "vocab.txt").write_text("[PAD]\n")
+  stale_model = root / "models" / "electra_sample"
+  stale_model.mkdir(parents=True)
+  (root / "pretrain_tfrecords").mkdir()
+  sample_data.prepare_sample_data(tmp_path, max_reviews=20, max_task_train=50, log=quiet)  # unchanged
+  assert stale_model.exists() and (root / "vocab.txt").exists()
+  sample_data.prepare_sample_data(tmp_path, max_reviews=30, max_task_train=50, log=quiet)  # new text
+  assert not stale_model.exists() and not (root / "vocab.txt").exists()
+  assert not (root / "pretrain_tfrecords").exists()
+  assert len((root / "finetuning_data" / "sst" / "train.tsv").read_text().splitlines()) == 51
+
+  (root / "vocab.txt").write_text("[PAD]\n")
+  stale_model.mkdir(parents=True)
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("[PAD]\n[UNK]\n")
+  sample_data.ensure_sample_setup(tmp_path, max_reviews=30, max_task_train=50, vocab_file=other, log=quiet,
+                                  build_records=False)
+  assert not stale_model.exists() and (root / "vocab.txt").read_text() == "[PAD]\n[UNK]\n"
