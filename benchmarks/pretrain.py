@@ -125,9 +125,25 @@ def bench_hf_torch(cfg, steps: int, warmup: int, dtype: str) -> float:
   return steps * b / (time.perf_counter() - start)
 
 
-def bench_tf_models(cfg, steps: int, warmup: int) -> float:
-  from official.nlp.modeling import models, networks  # noqa: F401  (tf-models-official, optional)
-  raise NotImplementedError("tf-models-official is installed but its pretrainer is not wired in yet")
+def bench_tf_models(cfg, steps: int, warmup: int, dtype: str, xla: bool, python: str) -> float:
+  """tf-models-official's ElectraPretrainer step (benchmarks/_tfm_pretrain_step.py) in ``python``, an
+  interpreter that has tf-models-official installed (it pins its own TensorFlow and Keras 2)."""
+  import subprocess
+  d, g = cfg.discriminator_config(), cfg.generator_config()
+  script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tfm_pretrain_step.py")
+  args = dict(vocab_size=d.vocab_size, hidden_size=d.hidden_size, num_layers=d.num_hidden_layers,
+              num_heads=d.num_attention_heads, intermediate_size=d.intermediate_size,
+              embedding_size=d.embedding_size, generator_hidden_size=g.hidden_size,
+              generator_layers=g.num_hidden_layers, batch=cfg.train_batch_size, seq_len=cfg.max_seq_length,
+              max_predictions=cfg.max_predictions_per_seq, steps=steps, warmup=warmup)
+  cmd = [python, script, f"--dtype={dtype}"] + (["--xla"] if xla else []) + [
+      f"--{k.replace('_', '-')}={v}" for k, v in args.items()]
+  proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+  if proc.returncode != 0:
+    if "ModuleNotFoundError" in proc.stderr:
+      raise ImportError(proc.stderr.strip().splitlines()[-1])
+    raise RuntimeError(f"tf-models-official step failed: {proc.stderr.strip().splitlines()[-1:]}")
+  return json.loads(proc.stdout.strip().splitlines()[-1])["seq_per_s"]
 
 
 def main(argv=None):
@@ -141,6 +157,10 @@ def main(argv=None):
   ap.add_argument("--warmup", type=int, default=2)
   ap.add_argument("--compare", default="hf,tfm", help="others to time: hf (transformers PyTorch), tfm "
                                                        "(tf-models-official); '' for none")
+  ap.add_argument("--tfm-python", default=sys.executable,
+                  help="interpreter with tf-models-official installed, e.g. a separate venv made by "
+                       "`python -m venv /tmp/tfm && /tmp/tfm/bin/pip install tf-models-official` "
+                       "(it pins its own TensorFlow)")
   ap.add_argument("--json", help="also write the results here")
   args = ap.parse_args(argv)
   import tensorflow as tf
@@ -164,19 +184,20 @@ def main(argv=None):
         impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
         if "hf" in args.compare.split(",") and xla:
           impls.append(("transformers-torch", lambda: bench_hf_torch(cfg, steps, args.warmup, dtype)))
-        if "tfm" in args.compare.split(",") and xla:
-          impls.append(("tf-models-official", lambda: bench_tf_models(cfg, steps, args.warmup)))
+        if "tfm" in args.compare.split(","):
+          impls.append(("tf-models-official", lambda: bench_tf_models(cfg, steps, args.warmup, dtype, xla,
+                                                                      args.tfm_python)))
         for name, fn in impls:
           try:
             seqs = fn()
           except ImportError:
             print(f"{name}: not installed, skipped")
             continue
-          except NotImplementedError as e:
+          except RuntimeError as e:
             print(f"{name}: {e}")
             continue
           tflops = seqs * flops / 1e12
-          row = dict(impl=name, size=size, dtype=dtype, xla=xla if name == "electra_tf" else None, batch=batch,
+          row = dict(impl=name, size=size, dtype=dtype, batch=batch, xla=None if name == "transformers-torch" else xla,
                      seq_len=args.seq_len, seq_per_s=seqs, tok_per_s=seqs * args.seq_len, tflops=tflops,
                      peak_fraction=tflops / peaks[dtype])
           rows.append(row)

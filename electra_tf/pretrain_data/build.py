@@ -38,6 +38,7 @@ def shard_name(prefix, i, n):
 # Chunk processing (runs in worker processes).
 
 _WORKER = {}
+WORKER_NICENESS = 5
 
 
 def _init_worker(vocab_file, do_lower_case, strip_accents, single_thread):
@@ -297,6 +298,9 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
 
 def _worker_main(init_args, task_q, result_q):
   try:
+    # Below the parent's priority: the parent tokenizes too and is the only writer, so a worker that is
+    # still starting up (a TensorFlow import costs seconds of CPU) must not slow it down.
+    os.nice(WORKER_NICENESS)
     _init_worker(*init_args)
     while True:
       task = task_q.get()
