@@ -5,9 +5,12 @@
 Prints word pieces/s for (1) the reference-style pure-Python tokenizer alone (our FullTokenizer is the
 reference's algorithm), (2) the whole build with 1 and 2 processes, and checks that the batched
 tf-text ids are identical to the pure-Python ids on every line. Times the library call, after
-TensorFlow is imported; a 2-process run includes starting the worker (it imports TensorFlow, ~3-5 s, while
-the calling process already tokenizes), so on this small corpus the worker barely helps; --repeat-corpus N
-builds from N copies to show the steady-state scaling.
+TensorFlow is imported. "2 processes" is `--num-processes 2` as users run it: below 64 MiB of text the
+builder keeps to one process (a worker's start-up, a TensorFlow runtime, costs more than it saves);
+"2 processes, forced" starts the worker anyway (min_bytes_per_worker=0) to show what it would cost.
+--repeat-corpus N also builds from N copies. The reference's builder figure is fixed (24.5 s on this
+machine kind); "same-run" scales it by this run's pure-Python tokenizer speed against the issue's
+126,000 wp/s, to take the machine's speed on the day out of the comparison.
 """
 
 import argparse
@@ -28,6 +31,7 @@ from electra_tf import tokenization
 from electra_tf.pretrain_data import build
 
 REFERENCE_SECONDS = 24.5  # the reference builder on this 2-core machine kind (issue figure)
+REFERENCE_TOKENIZER_WPS = 126_000  # its tokenizer alone, same machine kind (issue figure)
 
 
 def main():
@@ -62,28 +66,35 @@ def main():
           f"({n / fast_s / (n / slow_s):.1f}x); ids identical on all {len(lines):,} lines: {same}")
 
     ref_wps = n / REFERENCE_SECONDS
+    same_run_ref_wps = ref_wps * (n / slow_s) / REFERENCE_TOKENIZER_WPS
+    print(f"reference builder: {ref_wps:,.0f} wp/s (issue figure); scaled to this run's machine speed: "
+          f"{same_run_ref_wps:,.0f} wp/s")
     outputs = {}
-    for procs, corpus_dir, label in [(1, "corpus", "x1"), (2, "corpus", "x1")] + (
-        [(1, "big", f"x{args.repeat_corpus}"), (2, "big", f"x{args.repeat_corpus}")]
-        if args.repeat_corpus > 1 else []):
+    runs = [(1, None), (2, None), (2, 0)]
+    for procs, min_bytes, corpus_dir, label in [(p, m, "corpus", "x1") for p, m in runs] + (
+        [(p, m, "big", f"x{args.repeat_corpus}") for p, m in runs] if args.repeat_corpus > 1 else []):
       if corpus_dir == "big" and not (tmp / "big").exists():
         (tmp / "big").mkdir()
         for i in range(args.repeat_corpus):
           shutil.copy(tmp / "corpus" / "train.txt", tmp / "big" / f"train{i}.txt")
-      out = tmp / f"out_{procs}_{label}"
+      out = tmp / f"out_{procs}_{min_bytes}_{label}"
+      kw = {} if min_bytes is None else {"min_bytes_per_worker": min_bytes}
       t = time.perf_counter()
       meta = build.build_pretraining_dataset(out, vocab, corpus_dir=tmp / corpus_dir,
                                              num_processes=procs, num_shards=100, seed=0,
-                                             progress=False)
+                                             progress=False, **kw)
       secs = time.perf_counter() - t
       wps = meta["num_word_pieces"] / secs
-      print(f"full build, WikiText-2 train {label}, {procs} process(es): "
+      how = f"{procs} process(es)" + (", forced" if min_bytes == 0 else "") + (
+          f" (ran {meta['num_processes']})" if meta["num_processes"] != procs else "")
+      print(f"full build, WikiText-2 train {label}, {how}: "
             f"{meta['num_word_pieces']:,} wp, {meta['splits']['train']['num_examples']:,} examples in "
-            f"{secs:.2f} s = {wps:,.0f} wp/s ({wps / ref_wps:.1f}x the reference's {ref_wps:,.0f} wp/s)")
-      outputs[(procs, label)] = [f.read_bytes() for f in sorted(out.glob("pretrain_data*"))]
-    for label in {l for _, l in outputs}:
-      print(f"{label}: 1- and 2-process outputs byte-identical: "
-            f"{outputs[(1, label)] == outputs[(2, label)]}")
+            f"{secs:.2f} s = {wps:,.0f} wp/s ({wps / ref_wps:.1f}x the reference's {ref_wps:,.0f} wp/s; "
+            f"{wps / same_run_ref_wps:.1f}x same-run)")
+      outputs[(procs, min_bytes, label)] = [f.read_bytes() for f in sorted(out.glob("pretrain_data*"))]
+    for label in sorted({k[2] for k in outputs}):
+      same = all(outputs[(p, m, label)] == outputs[(1, None, label)] for p, m in runs)
+      print(f"{label}: outputs of every run byte-identical: {same}")
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -104,7 +104,7 @@ def test_deterministic_for_seed_whatever_num_processes(tmp_path, data_dir, bert_
   build.build_pretraining_dataset(tmp_path / "p1", bert_vocab, num_processes=1, seed=3, **kw)
   # Only the worker processes tokenize here (the caller would otherwise finish before they start).
   build.build_pretraining_dataset(tmp_path / "p2", bert_vocab, num_processes=3, seed=3,
-                                  parent_takes_chunks=False, **kw)
+                                  parent_takes_chunks=False, min_bytes_per_worker=0, **kw)
   build.build_pretraining_dataset(tmp_path / "s4", bert_vocab, num_processes=1, seed=4, **kw)
   names = sorted(n for n in os.listdir(tmp_path / "p1") if n.startswith("pretrain_data"))
   assert names == [f"pretrain_data.tfrecord-{i}-of-3" for i in range(3)]
@@ -112,6 +112,21 @@ def test_deterministic_for_seed_whatever_num_processes(tmp_path, data_dir, bert_
   assert read(tmp_path / "p1") == read(tmp_path / "p2")
   assert read(tmp_path / "p1") != read(tmp_path / "s4")
   assert not [n for n in os.listdir(tmp_path) if ".tmp-" in n or ".old-" in n]
+
+
+def test_extra_processes_only_for_a_corpus_big_enough_to_pay_for_them(tmp_path, data_dir, bert_vocab, capsys):
+  _write_corpus(data_dir, tmp_path / "corpus", num_lines=300)
+  corpus_bytes = sum(f.stat().st_size for f in (tmp_path / "corpus").iterdir())
+  kw = dict(corpus_dir=tmp_path / "corpus", max_seq_length=64, num_shards=2, progress=False)
+  small = build.build_pretraining_dataset(tmp_path / "a", bert_vocab, num_processes=4, **kw)
+  assert small["num_processes"] == 1
+  assert "using 1 process(es), not 4" in capsys.readouterr().err
+  # one extra process per min_bytes_per_worker of text
+  two = build.build_pretraining_dataset(tmp_path / "b", bert_vocab, num_processes=4,
+                                        min_bytes_per_worker=corpus_bytes, **kw)
+  assert two["num_processes"] == 2
+  names = sorted(n for n in os.listdir(tmp_path / "a") if n.startswith("pretrain_data"))
+  assert [(tmp_path / "a" / n).read_bytes() for n in names] == [(tmp_path / "b" / n).read_bytes() for n in names]
 
 
 def test_eval_split_metadata_and_reader(tmp_path, data_dir, bert_vocab):
