@@ -1,5 +1,6 @@
-"""Pre-training step throughput: this implementation vs transformers' PyTorch ELECTRA pair (and
-tf-models-official's ElectraPretrainer when installed), on the same machine in the same run.
+"""Pre-training step throughput: this implementation vs transformers' PyTorch ELECTRA pair and
+tf-models-official's ElectraPretrainer (in the interpreter given by --tfm-python), on the same machine in
+the same run.
 
   python benchmarks/pretrain.py                                  # CPU-sized defaults
   python benchmarks/pretrain.py --sizes small,base --batch 128 --seq-len 128 --dtypes float32,bfloat16 \\
@@ -197,8 +198,8 @@ def main(argv=None):
             print(f"{name}: {e}")
             continue
           tflops = seqs * flops / 1e12
-          row = dict(impl=name, size=size, dtype=dtype, batch=batch, xla=None if name == "transformers-torch" else xla,
-                     seq_len=args.seq_len, seq_per_s=seqs, tok_per_s=seqs * args.seq_len, tflops=tflops,
+          row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len,
+                     xla=None if name == "transformers-torch" else xla, seq_per_s=seqs, tok_per_s=seqs * args.seq_len, tflops=tflops,
                      peak_fraction=tflops / peaks[dtype])
           rows.append(row)
           print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} {seqs:9.1f} seq/s "
