@@ -199,8 +199,8 @@ def main(argv=None):
             continue
           tflops = seqs * flops / 1e12
           row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len,
-                     xla=None if name == "transformers-torch" else xla, seq_per_s=seqs, tok_per_s=seqs * args.seq_len, tflops=tflops,
-                     peak_fraction=tflops / peaks[dtype])
+                     xla=None if name == "transformers-torch" else xla, seq_per_s=seqs,
+                     tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype])
           rows.append(row)
           print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} {seqs:9.1f} seq/s "
                 f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak",
