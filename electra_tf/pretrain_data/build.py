@@ -39,10 +39,9 @@ def shard_name(prefix, i, n):
 
 _WORKER = {}
 # Measured on a 2-core machine: one process tokenizes ~6 MB of text/s with tf-text's threads on both
-# cores, and a worker's start-up costs ~4 s of CPU, so 44 MB (4x WikiText-2) still ran faster in one
-# process (14.1x the reference builder) than in two (11.8x).
+# cores, and a worker's start-up costs ~4 s of CPU, so 42 MiB (4x WikiText-2) still ran faster in one
+# process (14.3x the reference builder) than in two (10.9x).
 MIN_BYTES_PER_WORKER = 64 << 20
-WORKER_NICENESS = 5
 
 
 def _init_worker(vocab_file, do_lower_case, strip_accents, single_thread):
@@ -314,9 +313,6 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
 
 def _worker_main(init_args, task_q, result_q):
   try:
-    # Below the parent's priority: the parent tokenizes too and is the only writer, so a worker that is
-    # still starting up (a TensorFlow import costs seconds of CPU) must not slow it down.
-    os.nice(WORKER_NICENESS)
     _init_worker(*init_args)
     while True:
       task = task_q.get()
