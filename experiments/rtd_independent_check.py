@@ -149,7 +149,7 @@ def main():
   state = {}
   warmup = max(1, int(args.warmup_fraction * args.steps))
 
-  def forward(batch, train):
+  def forward(batch):
     ids = torch.from_numpy(batch["input_ids"]).long()
     mask = torch.from_numpy(batch["input_mask"]).long()
     seg = torch.from_numpy(batch["segment_ids"]).long()
@@ -173,7 +173,6 @@ def main():
     disc = (F.binary_cross_entropy_with_logits(disc_logits, labels, reduction="none") * w).sum() / (w.sum() + 1e-6)
     extras = dict(logits=logits, targets=targets, weights=weights, sampled=sampled, labels=labels,
                   disc_logits=disc_logits, w=w, out=out)
-    del train
     return mlm, disc, extras
 
   def evaluate():
@@ -187,7 +186,7 @@ def main():
                                              args.batch_size, args.seq_len, args.seed, repeat=False)):
         if i >= args.eval_batches:
           break
-        _, _, x = forward(batch, train=False)
+        _, _, x = forward(batch)
         keep = x["w"] > 0
         lab.append(x["labels"][keep])
         score.append(x["disc_logits"][keep])
@@ -218,7 +217,7 @@ def main():
   start = time.time()
   for step in range(1, args.steps + 1):
     lr = args.learning_rate * min(1.0, step / warmup) * max(0.0, 1 - (step - 1) / args.steps)
-    mlm, disc, _ = forward(next(train_iter), train=True)
+    mlm, disc, _ = forward(next(train_iter))
     loss = mlm + args.disc_weight * disc
     for q in all_params:
       q.grad = None

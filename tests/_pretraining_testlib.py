@@ -26,6 +26,13 @@ def _wikitext_lines(data_dir: pathlib.Path, split: str, max_lines: int):
         yield line
 
 
+def frequent_pieces_vocab(tokenizer, lines, top_k):
+  """The 5 special tokens, then the ``top_k`` most frequent word pieces of ``lines``."""
+  from collections import Counter
+  counts = Counter(t for line in lines for t in tokenizer.tokenize(line))
+  return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [t for t, _ in counts.most_common(top_k)]
+
+
 def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: pathlib.Path,
                     max_seq_length: int = 32, max_lines: int = 600, num_files: int = 2,
                     heldout: bool = True, top_k: int = 0) -> pathlib.Path:
@@ -45,9 +52,7 @@ def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: p
   tok = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
   remap = None
   if top_k:
-    from collections import Counter
-    counts = Counter(t for line in _wikitext_lines(data_dir, "train", max_lines) for t in tok.tokenize(line))
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [t for t, _ in counts.most_common(top_k)]
+    tokens = frequent_pieces_vocab(tok, _wikitext_lines(data_dir, "train", max_lines), top_k)
     vocab_copy.write_text("\n".join(tokens) + "\n", encoding="utf-8")
     remap = {t: i for i, t in enumerate(tokens)}
   else:

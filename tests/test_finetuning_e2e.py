@@ -43,15 +43,14 @@ def _rt_polarity_pretraining_data(root, data_dir, bert_vocab, top_k=2000):
   """The rt_polarity training sentences (their labels dropped) as a pre-training corpus, with a vocab of
   the 5 special tokens plus the text's ``top_k`` most frequent BERT word pieces, packed by the library's
   own builder into 64-token TFRecords (5% of the documents held out)."""
-  from collections import Counter
   from electra_tf import tokenization
   from electra_tf.pretrain_data import build
+  from tests._pretraining_testlib import frequent_pieces_vocab
   rows = (data_dir / "glue-style" / "rt_polarity" / "train.tsv").read_text(encoding="utf-8").split("\n")[1:]
   sentences = [r.split("\t")[0] for r in rows if r.strip()]
   write(root / "corpus" / "rt.txt", "".join(s + ("\n\n" if i % 8 == 7 else "\n") for i, s in enumerate(sentences)))
   tok = tokenization.FullTokenizer(str(bert_vocab), do_lower_case=True)
-  counts = Counter(t for s in sentences for t in tok.tokenize(s))
-  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [t for t, _ in counts.most_common(top_k)]
+  vocab = frequent_pieces_vocab(tok, sentences, top_k)
   write(root / "vocab.txt", "\n".join(vocab) + "\n")
   build.build_pretraining_dataset(root / "pretrain_tfrecords", root / "vocab.txt", corpus_dir=root / "corpus",
                                   max_seq_length=64, num_shards=2, eval_fraction=0.05, progress=False)
