@@ -63,10 +63,10 @@ def bench_ours(cfg, steps: int, warmup: int) -> float:
   batch = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
   ds = tf.data.Dataset.from_tensors(batch).repeat()
   iterator = iter(t.strategy.experimental_distribute_dataset(ds))
-  t._build_train_fns()
-  t._train_loop_fn(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
+  train_loop = t.compiled_train_loop()
+  train_loop(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
   start = time.perf_counter()
-  t._train_loop_fn(iterator, tf.constant(steps))[1].numpy()
+  train_loop(iterator, tf.constant(steps))[1].numpy()
   return steps * b / (time.perf_counter() - start)
 
 

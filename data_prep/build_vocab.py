@@ -1,68 +1,11 @@
-"""Learns a WordPiece vocab.txt or a SentencePiece .model from the same corpus sources as data prep.
+"""Learn a WordPiece vocab.txt or a SentencePiece model: ``--help`` (electra_tf/cli/build_vocab.py)."""
 
-  python data_prep/build_vocab.py --corpus-dir corpus/ --output vocab.txt --vocab-size 30522
-  python data_prep/build_vocab.py --wikipedia-dump dump.xml.bz2 --sentencepiece --output spm/sp
-"""
-
-import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
-from electra_tf.pretrain_data import build
-from electra_tf.pretrain_data import corpus
-from electra_tf.pretrain_data import vocab
-
-
-def main(argv=None):
-  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  p.add_argument("--corpus-dir")
-  p.add_argument("--wikipedia-dump", action="append", default=[])
-  p.add_argument("--books-dir")
-  p.add_argument("--tfds-name")
-  p.add_argument("--tfds-split", default="train")
-  p.add_argument("--tfds-text-key", default="text")
-  p.add_argument("--tfds-data-dir", default=None)
-  p.add_argument("--blanks-separate-docs", action=argparse.BooleanOptionalAction, default=True)
-  p.add_argument("--output", required=True,
-                 help="vocab.txt path (WordPiece) or model prefix (SentencePiece: PREFIX.model)")
-  p.add_argument("--sentencepiece", action="store_true", help="train a SentencePiece model instead")
-  p.add_argument("--sentencepiece-model-type", default="unigram", choices=["unigram", "bpe"])
-  p.add_argument("--vocab-size", type=int, default=30522)
-  p.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=True)
-  p.add_argument("--do-strip-accents", dest="strip_accents", action=argparse.BooleanOptionalAction,
-                 default=None)
-  p.add_argument("--max-sentences", type=int, default=None, help="learn from the first N sentences")
-  args = p.parse_args(argv)
-  tfds = None
-  if args.tfds_name:
-    tfds = dict(name=args.tfds_name, split=args.tfds_split, text_key=args.tfds_text_key,
-                data_dir=args.tfds_data_dir)
-  try:
-    if not any([args.corpus_dir, args.wikipedia_dump, args.books_dir, tfds]):
-      raise corpus.DataPrepError("no corpus given; pass --corpus-dir, --wikipedia-dump, --books-dir "
-                                 "or --tfds-name")
-    if args.vocab_size < 200:
-      raise corpus.DataPrepError(f"--vocab-size is {args.vocab_size}; use at least 200 (104 entries "
-                                 "are reserved for [PAD], [unused*], [UNK], [CLS], [SEP], [MASK])")
-    docs = build._documents(corpus.CorpusStats(), args.corpus_dir, args.blanks_separate_docs,  # pylint: disable=protected-access
-                            args.wikipedia_dump, args.books_dir, tfds)
-    if args.sentencepiece:
-      path = vocab.learn_sentencepiece_model(docs, args.output, args.vocab_size, args.do_lower_case,
-                                             args.sentencepiece_model_type, args.max_sentences)
-    else:
-      n = vocab.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
-                                      args.strip_accents, args.max_sentences)
-      path = f"{args.output} ({n} tokens)"
-  except ValueError as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
-  print(f"wrote {path}")
-  return 0
-
+from electra_tf.cli.build_vocab import main  # pylint: disable=wrong-import-position
 
 if __name__ == "__main__":
   sys.exit(main())

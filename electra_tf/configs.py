@@ -9,14 +9,11 @@ import dataclasses
 import os
 import typing
 
+from electra_tf import presets
 from electra_tf.hparams import HParamError, HParams, field
+from electra_tf.presets import MODEL_SIZES, PRETRAINING_PRESETS as PRESETS
 
-MODEL_SIZES = ("small", "base", "large")
-# Named presets: a size plus pre-training settings. "small++" is the released ELECTRA-Small, whose
-# generator is as wide as the discriminator (reference README, google-research/electra issue #39).
-PRESETS = ("small", "small++", "base", "large")
-
-_SIZE_DIMS = {"small": (256, 12), "base": (768, 12), "large": (1024, 24)}
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
 @dataclasses.dataclass
@@ -49,9 +46,9 @@ class ModelConfig(HParams):
 def model_config_for_size(model_size: str, vocab_size: int = 30522, embedding_size=None,
                           overrides: typing.Optional[dict] = None) -> ModelConfig:
   """The reference's ``get_bert_config``: size -> H/L, then heads = max(1, H//64) and FFN = 4H."""
-  if model_size not in _SIZE_DIMS:
+  if model_size not in presets.SIZE_DIMS:
     raise HParamError(f"model_size {model_size!r} is not one of {', '.join(MODEL_SIZES)}")
-  hidden, layers = _SIZE_DIMS[model_size]
+  hidden, layers = presets.SIZE_DIMS[model_size]
   overrides = dict(overrides or {})
   cfg = ModelConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers)
   cfg.update(overrides)  # a user-given width drives the derived heads / FFN below
@@ -75,7 +72,22 @@ def generator_model_config(disc: ModelConfig, hidden_fraction: float, layer_frac
 
 
 @dataclasses.dataclass
-class PretrainingConfig(HParams):
+class RuntimeConfig(HParams):
+  """Where and how a job runs; shared by pre-training and fine-tuning (``runtime.select_strategy``)."""
+  strategy: str = field("auto", "distribution strategy", choices=STRATEGIES)
+  mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
+  use_xla: bool = field(False, "XLA-compile the replica step")
+  # TPU (reference names)
+  use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
+  num_tpu_cores: int = field(1, "TPU cores", min=1)
+  tpu_job_name: typing.Optional[str] = field(None, "TPU job name")
+  tpu_name: typing.Optional[str] = field(None, "Cloud TPU name or grpc address")
+  tpu_zone: typing.Optional[str] = field(None, "Cloud TPU zone")
+  gcp_project: typing.Optional[str] = field(None, "GCP project")
+
+
+@dataclasses.dataclass
+class PretrainingConfig(RuntimeConfig):
   """Every pre-training option of the reference (section 2 of the spec) plus this port's additions."""
   model_name: str = field("electra_small", "model directory name under <data_dir>/models")
   data_dir: str = field("", "root holding pretrain_tfrecords/, vocab.txt and models/")
@@ -95,6 +107,11 @@ class PretrainingConfig(HParams):
   lr_decay_power: float = field(1.0, "polynomial decay power (1 = linear)", min=0.0)
   weight_decay_rate: float = field(0.01, "decoupled weight decay", min=0.0)
   num_warmup_steps: int = field(10000, "steps of multiplicative warmup", min=0)
+  adam_bias_correction: bool = field(False, "Adam's bias correction (not the reference's; steadies short "
+                                     "runs, see docs/short_runs.md)")
+  short_run_recipe: bool = field(False, "set learning_rate, num_warmup_steps and adam_bias_correction from "
+                                 "num_train_steps by the measured short-run rule (on for --model-size tiny; "
+                                 "values you give win)")
 
   # loop
   iterations_per_loop: int = field(200, "steps per compiled call", min=1)
@@ -127,14 +144,6 @@ class PretrainingConfig(HParams):
   train_batch_size: int = field(128, "global training batch", min=1)
   eval_batch_size: int = field(128, "global evaluation batch", min=1)
 
-  # TPU (reference names)
-  use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
-  num_tpu_cores: int = field(1, "TPU cores", min=1)
-  tpu_job_name: typing.Optional[str] = field(None, "TPU job name")
-  tpu_name: typing.Optional[str] = field(None, "Cloud TPU name or grpc address")
-  tpu_zone: typing.Optional[str] = field(None, "Cloud TPU zone")
-  gcp_project: typing.Optional[str] = field(None, "GCP project")
-
   # paths (derived from data_dir / model_name unless given)
   pretrain_tfrecords: typing.Optional[str] = field(None, "comma-separated TFRecord globs")
   vocab_file: typing.Optional[str] = field(None, "WordPiece vocab (or a SentencePiece .model)")
@@ -143,14 +152,12 @@ class PretrainingConfig(HParams):
   results_pkl: typing.Optional[str] = field(None, "evaluation results, pickle")
 
   # additions of this port (not in the reference)
-  strategy: str = field("auto", "distribution strategy",
-                        choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
-  mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
-  use_xla: bool = field(False, "XLA-compile the replica step")
   seed: int = field(0, "seed for initialisation, masking, sampling and dropout", min=0)
   init_checkpoint: typing.Optional[str] = field(None, "initialise weights only (fresh optimizer and step)")
   eval_every_steps: int = field(0, "also evaluate on the held-out split every N steps (0 = never)", min=0)
   log_every_steps: int = field(0, "extra log lines within a loop (0 = one per loop)", min=0)
+  stop_on_collapse: bool = field(False, "stop (exit 2, keeping the last checkpoint) when the discriminator "
+                                 "collapses to a constant; it is always reported (docs/short_runs.md)")
   max_predictions_per_seq: int = field(19, "derived: int((mask_prob + 0.005) * max_seq_length)", min=1)
 
   @classmethod
@@ -169,8 +176,10 @@ class PretrainingConfig(HParams):
     if cfg.debug:
       cfg.train_batch_size, cfg.num_train_steps, cfg.eval_batch_size = 8, 20, 4
       cfg.iterations_per_loop, cfg.num_eval_steps = 1, 2
-    _apply_size_defaults(cfg, preset or cfg.model_size)
+    presets.apply_pretraining_size_defaults(cfg, preset or cfg.model_size)
     cfg.update(overrides)
+    if cfg.short_run_recipe:
+      presets.apply_short_run_recipe(cfg, given=overrides)
     if cfg.electric_objective:
       cfg.two_tower_generator = True
     cfg.max_predictions_per_seq = int((cfg.mask_prob + 0.005) * cfg.max_seq_length)
@@ -203,24 +212,8 @@ class PretrainingConfig(HParams):
     return gen
 
 
-def _apply_size_defaults(cfg: PretrainingConfig, preset: str):
-  """Per-size settings. Small is what the reference's code applies; base and large follow the block the
-  reference leaves commented out (paper Table 6), so ``--model-size base`` trains the published recipe."""
-  if cfg.model_size == "small":
-    cfg.embedding_size = 128
-    if preset == "small++":
-      cfg.generator_hidden_size = 1.0
-  elif cfg.model_size in ("base", "large"):
-    cfg.max_seq_length = 512
-    cfg.learning_rate = 2e-4
-    if cfg.model_size == "base":
-      cfg.embedding_size, cfg.generator_hidden_size, cfg.train_batch_size = 768, 0.33333, 256
-    else:
-      cfg.embedding_size, cfg.mask_prob, cfg.train_batch_size = 1024, 0.25, 2048
-
-
 @dataclasses.dataclass
-class FinetuningConfig(HParams):
+class FinetuningConfig(RuntimeConfig):
   """Every fine-tuning option of the reference (section 5 of the spec) plus this port's additions."""
   model_name: str = field("electra_small", "pre-trained model name under <data_dir>/models")
   data_dir: str = field("", "root holding finetuning_data/, vocab.txt and models/")
@@ -267,13 +260,6 @@ class FinetuningConfig(HParams):
   beam_size: int = field(20, "QA beam over starts and ends", min=1)
   qa_na_threshold: float = field(-2.75, "SQuAD 2.0 no-answer threshold on null odds")
 
-  tpu_name: typing.Optional[str] = field(None, "Cloud TPU name")
-  use_tpu: bool = field(False, "run on a Cloud TPU")
-  num_tpu_cores: int = field(1, "TPU cores", min=1)
-  tpu_job_name: typing.Optional[str] = field(None, "TPU job name")
-  tpu_zone: typing.Optional[str] = field(None, "Cloud TPU zone")
-  gcp_project: typing.Optional[str] = field(None, "GCP project")
-
   # paths
   vocab_file: typing.Optional[str] = field(None, "vocab (default models/<model>/vocab.txt, else vocab.txt)")
   init_checkpoint: typing.Optional[str] = field(None, "checkpoint to start from (default models/<model>)")
@@ -282,10 +268,6 @@ class FinetuningConfig(HParams):
   # additions of this port
   seed: int = field(0, "base seed; trial t uses seed + t", min=0)
   data_source: str = field("files", "where task data comes from", choices=("files", "tfds"))
-  strategy: str = field("auto", "distribution strategy",
-                        choices=("auto", "one_device", "mirrored", "multi_worker", "tpu"))
-  mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
-  use_xla: bool = field(False, "XLA-compile the replica step")
   eval_every_epoch: bool = field(False, "evaluate on dev after every epoch")
   tfds_data_dir: typing.Optional[str] = field(None, "tensorflow-datasets data_dir (null = its default)")
   skip_bad_rows: bool = field(False, "log and skip malformed data rows (the reference's behaviour) "
@@ -295,20 +277,7 @@ class FinetuningConfig(HParams):
   def create(cls, model_name: str = "electra_small", data_dir: str = "", **overrides) -> "FinetuningConfig":
     cfg = cls(model_name=model_name, data_dir=data_dir)
     cfg.update(overrides)
-    if len(cfg.task_names) == 1:
-      task = cfg.task_names[0]
-      if task in ("rte", "sts"):
-        cfg.num_train_epochs = 10.0
-      elif "squad" in task or "qa" in task:  # the reference's test: "naturalqs" does not match
-        cfg.max_seq_length, cfg.num_train_epochs, cfg.write_test_outputs = 512, 2.0, False
-      elif task == "chunk":
-        cfg.max_seq_length = 256
-      else:
-        cfg.num_train_epochs = 3.0
-    if cfg.model_size == "large":
-      cfg.learning_rate, cfg.layerwise_lr_decay = 5e-5, 0.9
-    elif cfg.model_size == "small":
-      cfg.embedding_size = 128
+    presets.apply_finetuning_defaults(cfg)
     if cfg.debug:
       cfg.num_train_epochs, cfg.train_batch_size, cfg.eval_batch_size = 1.0, 8, 8
     cfg.update(overrides)
@@ -323,6 +292,11 @@ class FinetuningConfig(HParams):
   @property
   def model_dir(self) -> str:
     return os.path.join(self.data_dir, "models", self.model_name)
+
+  @property
+  def results_dir(self) -> str:
+    """``<tasks>_results.{txt,json,pkl}`` and QA outputs (the reference's ``results_dir``)."""
+    return os.path.join(self.model_dir, "results")
 
   def model_config(self) -> ModelConfig:
     return model_config_for_size(self.model_size, self.vocab_size, self.embedding_size,
@@ -364,8 +338,8 @@ def pretraining_summary(cfg: PretrainingConfig) -> str:
   lines = [f"discriminator: {dims(disc)}  params={d_params:,}"]
   if not cfg.electra_objective and not cfg.electric_objective:
     mlm = encoder_parameters(disc) + generator_head_parameters(disc, disc.embedding_size)
-    return f"MLM model (BERT objective): {dims(disc)}  params={mlm:,}"
-  if not cfg.untied_generator:
+    lines = [f"MLM model (BERT objective): {dims(disc)}  params={mlm:,}"]
+  elif not cfg.untied_generator:
     lines.append("generator: shares the discriminator's transformer (untied_generator=false)")
   else:
     towers = 2 if cfg.two_tower_generator else 1
@@ -374,4 +348,10 @@ def pretraining_summary(cfg: PretrainingConfig) -> str:
     lines.append(f"generator: L={gen.num_hidden_layers} H={gen.hidden_size} heads={gen.num_attention_heads} "
                  f"FFN={gen.intermediate_size}{' x2 (two towers)' if towers == 2 else ''}  own params={g_own:,}"
                  f"{'' if cfg.untied_generator_embeddings else ' (embeddings shared with the discriminator)'}")
+  if cfg.short_run_recipe:
+    lines.append(f"short-run recipe: learning_rate {cfg.learning_rate:g}, num_warmup_steps {cfg.num_warmup_steps}, "
+                 f"adam_bias_correction {str(cfg.adam_bias_correction).lower()} (docs/short_runs.md)")
+  note = presets.short_run_note(cfg)
+  if note:
+    lines.append(note)
   return "\n".join(lines)

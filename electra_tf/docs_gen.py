@@ -33,11 +33,13 @@ its own heads/FFN by the same rule and depth round(L x generator_layers);
 
 
 def render() -> str:
+  runtime = (configs.RuntimeConfig,)
   return "\n".join([HEADER, "## Pre-training (`pretrain/run_pretraining.py`)\n",
-                    markdown_table(configs.PretrainingConfig), NOTES,
+                    markdown_table(configs.PretrainingConfig, exclude=runtime), NOTES,
                     "## Model (`model_hparam_overrides`)\n", markdown_table(configs.ModelConfig), "",
-                    "## Fine-tuning (`finetune/run_finetuning.py`)\n", markdown_table(configs.FinetuningConfig),
-                    ""])
+                    "## Fine-tuning (`finetune/run_finetuning.py`)\n",
+                    markdown_table(configs.FinetuningConfig, exclude=runtime), "",
+                    "## Runtime (both jobs)\n", markdown_table(configs.RuntimeConfig), ""])
 
 
 def main():

@@ -12,8 +12,7 @@ import os
 import typing
 
 
-class HParamError(ValueError):
-  """A user-supplied hyperparameter is unknown, of the wrong type or out of range."""
+from electra_tf.errors import HParamError  # re-exported: every config raises it from here
 
 
 def field(default, help: str = "", *, min=None, max=None, choices=None, min_exclusive=False,
@@ -148,11 +147,15 @@ def parse_hparams(text: typing.Optional[str]) -> dict:
   return value
 
 
-def markdown_table(config_cls) -> str:
-  """A Markdown table of a config's fields: name, type and range, default, meaning."""
+def markdown_table(config_cls, exclude=()) -> str:
+  """A Markdown table of a config's fields (less those of the ``exclude`` classes it inherits): name,
+  type and range, default, meaning."""
   hints = typing.get_type_hints(config_cls)
+  inherited = {f.name for cls in exclude for f in dataclasses.fields(cls)}
   rows = ["| hparam | allowed | default | meaning |", "|---|---|---|---|"]
   for f in dataclasses.fields(config_cls):
+    if f.name in inherited:
+      continue
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
     rows.append(f"| `{f.name}` | {_describe(hints[f.name], f.metadata)} | `{json.dumps(default)}` | "
                 f"{f.metadata.get('help', '')} |")

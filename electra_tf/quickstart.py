@@ -13,14 +13,15 @@ Every step reuses what an earlier run finished. ``--quick`` is the reduced varia
 import argparse
 import json
 import logging
-import os
 import pathlib
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from electra_tf import sample_data  # pylint: disable=g-import-not-at-top
+from electra_tf.cli import common  # first: it quiets TensorFlow's start-up before anything loads TensorFlow
+from electra_tf import presets, reporting, sample_data  # pylint: disable=wrong-import-order
+from electra_tf.configs import FinetuningConfig, PretrainingConfig
+from electra_tf.finetuning import run_finetuning
+from electra_tf.pretraining import evaluation, trainer
 
 NO_PRETRAINING_NAME = "electra_sample_no_pretraining"
 
@@ -43,15 +44,10 @@ def _majority_accuracy(tsv: pathlib.Path) -> float:
 
 
 def _accuracy(results: list) -> float:
-  return float(results[-1][sample_data.SAMPLE_TASK]["accuracy"])
+  return float(results[-1][presets.SAMPLE_TASK]["accuracy"])
 
 
 def run(args) -> dict:
-  from electra_tf.configs import FinetuningConfig, PretrainingConfig  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetuning import run_finetuning  # pylint: disable=g-import-not-at-top
-  from electra_tf.pretraining import trainer  # pylint: disable=g-import-not-at-top
-  from electra_tf import reporting  # pylint: disable=g-import-not-at-top
-
   start = time.time()
   quick = dict(max_reviews=300, max_task_train=600, vocab_sentences=3000) if args.quick else {}
   steps = 30 if args.quick else args.pretrain_steps
@@ -60,45 +56,46 @@ def run(args) -> dict:
   vocab = root / "vocab.txt"
 
   print(f"== 2/4 pre-training a tiny ELECTRA ({steps} steps)", flush=True)
-  hparams = sample_data.sample_pretraining_hparams(vocab, steps)
+  vocab_size = sample_data.vocab_size_of(vocab)
+  hparams = presets.sample_pretraining_hparams(vocab_size, steps)
   if args.quick:
     hparams.update(iterations_per_loop=10, save_checkpoints_steps=10, eval_every_steps=15, num_eval_steps=2)
-  cfg = PretrainingConfig.create(sample_data.SAMPLE_MODEL_NAME, str(root), **hparams)
+  cfg = PretrainingConfig.create(presets.SAMPLE_MODEL_NAME, str(root), **hparams)
   trainer.run(cfg, progress=not args.no_progress)
-  trainer.run(PretrainingConfig.create(sample_data.SAMPLE_MODEL_NAME, str(root), **hparams, do_train=False,
+  trainer.run(PretrainingConfig.create(presets.SAMPLE_MODEL_NAME, str(root), **hparams, do_train=False,
                                        do_eval=True), progress=False)
 
   print("== 3/4 fine-tuning on sst (Rotten Tomatoes): pre-trained vs. from random weights", flush=True)
-  ft = sample_data.sample_finetuning_hparams(vocab)
+  ft = presets.sample_finetuning_hparams(vocab_size)
   if args.quick:
     ft.update(num_train_epochs=1.0)
   accuracy = {}
-  for name, init in ((sample_data.SAMPLE_MODEL_NAME, None), (NO_PRETRAINING_NAME, "none")):
+  for name, init in ((presets.SAMPLE_MODEL_NAME, None), (NO_PRETRAINING_NAME, "none")):
     ft_cfg = FinetuningConfig.create(name, str(root), **ft, **({"init_checkpoint": init} if init else {}))
     accuracy[name] = _accuracy(run_finetuning(ft_cfg, progress=not args.no_progress))
 
   print("== 4/4 report", flush=True)
-  majority = _majority_accuracy(root / "finetuning_data" / sample_data.SAMPLE_TASK / "dev.tsv")
+  majority = _majority_accuracy(root / "finetuning_data" / presets.SAMPLE_TASK / "dev.tsv")
   models = root / "models"
-  pre = reporting.read_scalars(str(models / sample_data.SAMPLE_MODEL_NAME / "train"))
-  with open(models / sample_data.SAMPLE_MODEL_NAME / "results" / "unsup_results.json", encoding="utf-8") as f:
+  pre = reporting.read_scalars(str(models / presets.SAMPLE_MODEL_NAME / "train"))
+  with open(evaluation.results_json_path(cfg.results_txt), encoding="utf-8") as f:
     heldout = json.load(f)[-1]
   curves = {name: reporting.read_scalars(str(models / name / "finetuning_models")) for name in accuracy}
-  loss_tag = next((t for t in curves[sample_data.SAMPLE_MODEL_NAME] if t.endswith("loss")), None)
+  loss_tag = next((t for t in curves[presets.SAMPLE_MODEL_NAME] if t.endswith("loss")), None)
   png = root / "quickstart_curves.png"
   reporting.plot_panels([
       ("pre-training losses", "loss", [("generator (MLM)", pre.get("mlm_loss", [])),
                                        ("discriminator x 50", [(s, 50 * v) for s, v in pre.get("disc_loss", [])])]),
       ("discriminator accuracy (train)", "accuracy", [("replaced-token detection", pre.get("disc_accuracy", []))]),
-      ("fine-tuning loss (sst)", "loss (summed over the batch)", [("pre-trained", curves[sample_data.SAMPLE_MODEL_NAME].get(loss_tag, [])),
+      ("fine-tuning loss (sst)", "loss (summed over the batch)", [("pre-trained", curves[presets.SAMPLE_MODEL_NAME].get(loss_tag, [])),
                                           ("no pre-training", curves[NO_PRETRAINING_NAME].get(loss_tag, []))]),
-      ("sst dev accuracy", "%", [("pre-trained", accuracy[sample_data.SAMPLE_MODEL_NAME]),
+      ("sst dev accuracy", "%", [("pre-trained", accuracy[presets.SAMPLE_MODEL_NAME]),
                                  ("no pre-training", accuracy[NO_PRETRAINING_NAME])],
        {"kind": "bar", "hline": (majority, f"majority {majority:.1f}")}),
   ], str(png), title=f"electra-tf quickstart: tiny ELECTRA, {steps} pre-training steps")
 
   summary = {"sample_dir": str(root), "pretrain_steps": steps, "heldout_pretraining_metrics": heldout,
-             "dev_accuracy": {"pretrained": accuracy[sample_data.SAMPLE_MODEL_NAME],
+             "dev_accuracy": {"pretrained": accuracy[presets.SAMPLE_MODEL_NAME],
                               "no_pretraining": accuracy[NO_PRETRAINING_NAME], "majority": majority},
              "plot": str(png), "seconds": round(time.time() - start, 1)}
   with open(root / "quickstart_summary.json", "w", encoding="utf-8") as f:
@@ -106,7 +103,7 @@ def run(args) -> dict:
   print(f"\npre-training (held-out, step {heldout['step']}): "
         f"disc_auc {heldout.get('disc_auc', float('nan')):.3f}  disc_accuracy {heldout.get('disc_accuracy', float('nan')):.3f}  "
         f"masked_lm_accuracy {heldout.get('masked_lm_accuracy', float('nan')):.3f}")
-  print(f"sst dev accuracy: pre-trained ELECTRA {accuracy[sample_data.SAMPLE_MODEL_NAME]:.1f}  |  "
+  print(f"sst dev accuracy: pre-trained ELECTRA {accuracy[presets.SAMPLE_MODEL_NAME]:.1f}  |  "
         f"same network without pre-training {accuracy[NO_PRETRAINING_NAME]:.1f}  |  majority class {majority:.1f}")
   print(f"curves: {png}\nsummary: {root / 'quickstart_summary.json'}  ({summary['seconds'] / 60:.1f} min)")
   return summary
@@ -115,12 +112,7 @@ def run(args) -> dict:
 def main(argv=None) -> int:
   args = parse_args(argv)
   logging.basicConfig(level=logging.INFO, format="%(message)s")
-  try:
-    run(args)
-  except (ValueError, RuntimeError, FileNotFoundError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
-  return 0
+  return common.run_cli(lambda: run(args))
 
 
 if __name__ == "__main__":

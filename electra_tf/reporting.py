@@ -5,14 +5,16 @@ import glob
 import os
 import typing
 
+import tensorflow as tf
+from matplotlib.figure import Figure  # no pyplot: no global backend or figure state to manage
+from tensorflow.core.util import event_pb2
+
 Curves = typing.Dict[str, typing.List[typing.Tuple[int, float]]]
 
 
 def read_scalars(event_dir: str) -> Curves:
   """``{tag: [(step, value), ...]}`` from every event file under ``event_dir`` (sorted by step)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   curves = collections.defaultdict(dict)
-  from tensorflow.core.util import event_pb2  # pylint: disable=g-import-not-at-top
   for path in sorted(glob.glob(os.path.join(event_dir, "**", "events.out.tfevents.*"), recursive=True)):
     for record in tf.data.TFRecordDataset(path):
       event = event_pb2.Event.FromString(record.numpy())
@@ -33,12 +35,10 @@ def plot_panels(panels, path: str, title: str = ""):
   ``panels``: list of (panel title, y label, [(legend label, [(x, y), ...]), ...], optional dict with
   ``hline`` (value, label) and ``kind`` ("line" or "bar")).
   """
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   cols = 2 if len(panels) == 4 else len(panels)
   rows = (len(panels) + cols - 1) // cols
-  fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+  fig = Figure(figsize=(5.2 * cols, 3.6 * rows))
+  axes = fig.subplots(rows, cols, squeeze=False)
   for ax, panel in zip(axes.flat, panels):
     name, ylabel, series = panel[:3]
     options = panel[3] if len(panel) > 3 else {}
@@ -67,6 +67,5 @@ def plot_panels(panels, path: str, title: str = ""):
   fig.tight_layout()
   tmp = f"{path}.tmp.png"
   fig.savefig(tmp, dpi=110)
-  plt.close(fig)
   os.replace(tmp, path)
   return path

@@ -22,7 +22,10 @@ import pathlib
 import random
 import re
 import shutil
-import tempfile
+
+from electra_tf import runtime
+from electra_tf.errors import SampleDataError
+from electra_tf.pretrain_data import build, corpus, vocab
 
 SAMPLE_DIR_ENV = "ELECTRA_TF_SAMPLE_DIR"
 CORPUS_SHARDS = 8
@@ -30,8 +33,6 @@ SST_DEV_SIZE = 1000
 _READY = "sample_ready.json"
 
 
-class SampleDataError(RuntimeError):
-  """The sample data cannot be prepared (the package is missing or its file is unreadable)."""
 
 
 def default_sample_dir() -> pathlib.Path:
@@ -82,19 +83,12 @@ def _drop_derived(sample_dir: pathlib.Path, *names, log=print):
       path.unlink(missing_ok=True)
 
 
-def _atomic_dir(final: pathlib.Path):
-  tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp", dir=final.parent))
-  tmp.chmod(0o755)  # mkdtemp makes it private; the renamed result should not be
-  return tmp
-
-
 def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_train=None) -> pathlib.Path:
   """Writes the corpus and the SST-layout task under ``sample_dir`` (idempotent; atomic per part).
 
   ``max_reviews`` limits the IMDB reviews used and ``max_task_train`` the sst training sentences (the
   CI variant of the pipeline uses a few hundred of each).
   """
-  from electra_tf.pretrain_data.corpus import text_to_document  # pylint: disable=g-import-not-at-top
   sample_dir = pathlib.Path(sample_dir or default_sample_dir())
   ready = sample_dir / _READY
   if ready.exists():
@@ -107,21 +101,18 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_t
   imdb, rt = read_reviews()
   imdb = imdb[:max_reviews] if max_reviews else imdb
 
-  corpus = sample_dir / "corpus"
-  tmp = _atomic_dir(corpus)
   n_sentences = 0
-  files = [open(tmp / f"imdb_{i:02d}.txt", "w", encoding="utf-8") for i in range(CORPUS_SHARDS)]
-  try:
-    for i, review in enumerate(imdb):
-      sentences = text_to_document(review_to_paragraphs(review))
-      if sentences:
-        files[i % CORPUS_SHARDS].write("\n".join(sentences) + "\n\n")
-        n_sentences += len(sentences)
-  finally:
-    for f in files:
-      f.close()
-  shutil.rmtree(corpus, ignore_errors=True)
-  os.replace(tmp, corpus)
+  with runtime.atomic_directory(sample_dir / "corpus", overwrite=True) as tmp:
+    files = [open(os.path.join(tmp, f"imdb_{i:02d}.txt"), "w", encoding="utf-8") for i in range(CORPUS_SHARDS)]
+    try:
+      for i, review in enumerate(imdb):
+        sentences = corpus.text_to_document(review_to_paragraphs(review))
+        if sentences:
+          files[i % CORPUS_SHARDS].write("\n".join(sentences) + "\n\n")
+          n_sentences += len(sentences)
+    finally:
+      for f in files:
+        f.close()
 
   # A seeded, fixed split: the same dev set on every machine.
   order = list(range(len(rt)))
@@ -130,18 +121,14 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_t
   if max_task_train:
     kept = dev_ids | set(order[SST_DEV_SIZE:SST_DEV_SIZE + max_task_train])
     rt = [pair if i in kept else None for i, pair in enumerate(rt)]
-  sst = sample_dir / "finetuning_data" / "sst"
-  sst.parent.mkdir(parents=True, exist_ok=True)
-  tmp = _atomic_dir(sst)
-  for split, keep in (("train", lambda i: i not in dev_ids), ("dev", lambda i: i in dev_ids)):
-    with open(tmp / f"{split}.tsv", "w", encoding="utf-8") as f:
-      f.write("sentence\tlabel\n")
-      for i, pair in enumerate(rt):
-        if pair is not None and keep(i):
-          sentence, label = pair
-          f.write(f"{' '.join(sentence.split())}\t{label}\n")
-  shutil.rmtree(sst, ignore_errors=True)
-  os.replace(tmp, sst)
+  with runtime.atomic_directory(sample_dir / "finetuning_data" / "sst", overwrite=True) as tmp:
+    for split, keep in (("train", lambda i: i not in dev_ids), ("dev", lambda i: i in dev_ids)):
+      with open(os.path.join(tmp, f"{split}.tsv"), "w", encoding="utf-8") as f:
+        f.write("sentence\tlabel\n")
+        for i, pair in enumerate(rt):
+          if pair is not None and keep(i):
+            sentence, label = pair
+            f.write(f"{' '.join(sentence.split())}\t{label}\n")
 
   info = dict(max_reviews=max_reviews, max_task_train=max_task_train, reviews=len(imdb),
               sentences=n_sentences, sst_train=sum(p is not None for p in rt) - len(dev_ids),
@@ -165,7 +152,6 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
     sample corpus with the reference's special-token ids;
   - ``pretrain_tfrecords/``: 8 shards plus a 2% held-out split for pre-training evaluation.
   """
-  from electra_tf.pretrain_data import build, corpus, vocab  # pylint: disable=g-import-not-at-top
   root = prepare_sample_data(sample_dir, max_reviews=max_reviews, log=log, max_task_train=max_task_train)
   vocab_path = root / "vocab.txt"
   if vocab_file is not None:
@@ -173,9 +159,7 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
       raise SampleDataError(f"vocab file {vocab_file} does not exist; pass an existing vocab.txt")
     if vocab_path.exists() and vocab_path.read_bytes() != pathlib.Path(vocab_file).read_bytes():
       _drop_derived(root, "pretrain_tfrecords", *_SAMPLE_MODELS, log=log)  # built with the old vocab
-    tmp = vocab_path.with_suffix(".txt.tmp")
-    shutil.copyfile(vocab_file, tmp)
-    os.replace(tmp, vocab_path)
+    runtime.atomic_write(str(vocab_path), pathlib.Path(vocab_file).read_bytes())
   elif not vocab_path.exists():
     log(f"learning a {SAMPLE_VOCAB_SIZE:,}-entry WordPiece vocab from the sample corpus -> {vocab_path}")
     tmp = vocab_path.with_suffix(".txt.tmp")
@@ -195,29 +179,3 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
 def vocab_size_of(vocab_file) -> int:
   with open(vocab_file, encoding="utf-8") as f:
     return sum(1 for _ in f)
-
-
-# The sample model: ELECTRA-shaped but tiny, so pre-training shows progress in minutes on 2 CPU cores.
-SAMPLE_MODEL_NAME = "electra_sample"
-SAMPLE_TASK = "sst"
-
-
-def sample_model_hparams(vocab_file) -> dict:
-  """Hparams shared by pre-training and fine-tuning the sample model (the shapes must agree)."""
-  return {"model_size": "small", "vocab_size": vocab_size_of(vocab_file), "embedding_size": 128,
-          "model_hparam_overrides": {"hidden_size": 128, "num_hidden_layers": 3}}
-
-
-def sample_finetuning_hparams(vocab_file) -> dict:
-  return {**sample_model_hparams(vocab_file), "task_names": [SAMPLE_TASK], "max_seq_length": 64,
-          "num_train_epochs": 2.0, "learning_rate": 3e-4, "layerwise_lr_decay": 0.8}
-
-
-def sample_pretraining_hparams(vocab_file, num_train_steps: int = 800) -> dict:
-  """The sample pre-training run: batch 32 x 128 tokens, a generator half the width (64), LR 1e-3 (tiny
-  models take a higher rate than Small's 5e-4), warmup 10%, a held-out evaluation at the end."""
-  return {**sample_model_hparams(vocab_file), "generator_hidden_size": 0.5, "train_batch_size": 32,
-          "eval_batch_size": 32, "learning_rate": 1e-3, "num_train_steps": num_train_steps,
-          "num_warmup_steps": max(1, num_train_steps // 10), "iterations_per_loop": 25,
-          "save_checkpoints_steps": max(25, num_train_steps // 4), "num_eval_steps": 20,
-          "eval_every_steps": max(25, num_train_steps // 4)}

@@ -21,6 +21,11 @@ import os
 import unicodedata
 
 import numpy as np
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from electra_tf.errors import VocabError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # The reference's WordpieceTokenizer limit (Hugging Face uses 100; the reference 200).
@@ -56,7 +61,7 @@ def check_special_tokens(vocab, path):
   """Raises a one-line ValueError if a special token the data prep and models need is missing."""
   missing = [t for t in SPECIAL_TOKENS if t not in vocab]
   if missing:
-    raise ValueError(
+    raise VocabError(
         f"vocab {path} lacks the special tokens {', '.join(missing)}; add them (build one with "
         "data_prep/build_vocab.py, which places them where the reference expects)")
 
@@ -214,8 +219,6 @@ class _TFWordpiece:
   """Builds the in-graph normaliser + ``FastWordpieceTokenizer`` once per vocab and casing."""
 
   def __init__(self, vocab, do_lower_case, strip_accents):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
 
     self._tf = tf
     self._tf_text = tf_text
@@ -285,7 +288,6 @@ class FullTokenizer:
 
   def _graph(self):
     if self._tf_path is None:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
       # Eager constants even when first called inside a user's tf.function (the object is reused).
       with tf.init_scope():
         self._tf_path = _TFWordpiece(self.vocab, self.do_lower_case, self.strip_accents)
@@ -314,7 +316,6 @@ class SentencePieceTokenizer:
   kind = "sentencepiece"
 
   def __init__(self, model_file, do_lower_case=False, strip_accents=None):
-    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
 
     self.vocab_file = str(model_file)
     self.do_lower_case = bool(do_lower_case)
@@ -350,8 +351,6 @@ class SentencePieceTokenizer:
 
   def tf_tokenize(self, text):
     """In-graph: [batch] tf.string -> tf.RaggedTensor [batch, (pieces)] int64 (tf-text SentencePiece)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
 
     if self._tf_sp is None:
       with open(self.vocab_file, "rb") as f, tf.init_scope():
@@ -391,11 +390,11 @@ def load_tokenizer(vocab_or_spm_path, do_lower_case=True, strip_accents=None, ch
   """
   path = str(vocab_or_spm_path)
   if not os.path.isfile(path):
-    raise ValueError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
+    raise VocabError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
   try:
     tok = _load_cached(path, bool(do_lower_case), strip_accents, os.path.getmtime(path))
   except (UnicodeDecodeError, RuntimeError, OSError) as e:
-    raise ValueError(f"cannot read vocab {path} ({type(e).__name__}); pass a WordPiece vocab.txt "
+    raise VocabError(f"cannot read vocab {path} ({type(e).__name__}); pass a WordPiece vocab.txt "
                      "or a SentencePiece .model") from None
   if check_special:
     check_special_tokens(tok.vocab, path)

@@ -12,8 +12,9 @@ import pathlib
 
 import numpy as np
 
-TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
-              "embedding_size": 32}
+from conftest import TINY_MODEL
+from electra_tf.pretraining.masking import SpecialIds
+
 
 
 def _wikitext_lines(data_dir: pathlib.Path, split: str, max_lines: int):
@@ -111,3 +112,18 @@ def tiny_hparams(**extra) -> dict:
         "num_eval_steps": 4, "generator_hidden_size": 1.0}
   hp.update(extra)
   return hp
+
+
+def token_batch(rows=64, length=32, seed=0, special=None):
+  """Random BERT-id rows of 6..length real tokens: [CLS] ... [SEP] ... [SEP], then padding.
+  Returns (ids, input_mask), int32 [rows, length]."""
+  special = special or SpecialIds()
+  rng = np.random.default_rng(seed)
+  lengths = rng.integers(6, length + 1, rows)
+  ids = np.zeros([rows, length], np.int32)
+  for r, n in enumerate(lengths):
+    ids[r, :n] = rng.integers(1000, 2000, n)
+    ids[r, 0], ids[r, n - 1] = special.cls, special.sep
+    ids[r, n // 2] = special.sep  # a second segment boundary
+  mask = (np.arange(length)[None] < lengths[:, None]).astype(np.int32)
+  return ids, mask

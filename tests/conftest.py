@@ -1,4 +1,4 @@
-"""Shared test fixtures: the real-data directory and quiet TensorFlow."""
+"""Shared test fixtures: the real-data directory, the tiny model and quiet TensorFlow."""
 
 import os
 import pathlib
@@ -8,6 +8,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# The one tiny transformer the tests train (pre-training and fine-tuning): a step traces in seconds.
+TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
 
 
 def real_data_dir() -> pathlib.Path:

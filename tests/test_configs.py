@@ -84,7 +84,7 @@ def test_electric_forces_two_towers():
     ({"train_batch_size": 0}, "hparam 'train_batch_size': expected an integer >= 1, got 0"),
     ({"train_batch_size": 8.5}, "expected an integer >= 1, got 8.5"),
     ({"do_train": "yes"}, "hparam 'do_train': expected true or false, got 'yes'"),
-    ({"model_size": "huge"}, "hparam 'model_size': expected one of 'small', 'base', 'large', got 'huge'"),
+    ({"model_size": "huge"}, "hparam 'model_size': expected one of 'tiny', 'small', 'base', 'large', got 'huge'"),
     ({"max_seq_length": 4}, "hparam 'max_seq_length': expected an integer in [5, 512], got 4"),
     ({"max_predictions_per_seq": 20}, "derived from mask_prob and max_seq_length"),
 ])

@@ -17,7 +17,7 @@ from electra_tf.finetuning.model import FinetuningModel
 
 import _convert_testlib as lib
 from test_convert_tf1 import V, reference_layout, write_reference_checkpoint
-from test_convert_savedmodel import CONFIG, _finetuned_checkpoint
+from test_serving_savedmodel import CONFIG, _finetuned_checkpoint
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

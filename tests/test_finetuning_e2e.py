@@ -11,7 +11,7 @@ import pytest
 from electra_tf.finetuning import run_finetuning
 from electra_tf.finetuning.run import FinetuningRun
 from electra_tf.finetuning.scorers import squad_v1_evaluate
-from tests.finetuning_helpers import glue_files, tiny_config, write
+from tests._finetuning_testlib import glue_files, tiny_config, write
 
 
 def _sst_dir(tmp_path, data_dir, n_train):

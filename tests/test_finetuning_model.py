@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finetuning.model import FinetuningModel, finetuning_variables
+from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer
 from electra_tf.tokenization import load_tokenizer
-from tests.finetuning_helpers import tiny_config
+from tests._finetuning_testlib import tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def _model(tmp_path, tasks, bert_vocab, tokenizer, **kw):
 
 def test_reference_variable_names(tmp_path, bert_vocab, tokenizer):
   _, _, model = _model(tmp_path, ["mnli", "sts", "squad", "chunk"], bert_vocab, tokenizer)
-  names = finetuning_variables(model)
+  names = model.reference_variables()
   heads = sorted(n for n in names if n.startswith("task_specific/"))
   assert heads == sorted(
       [f"task_specific/mnli/dense/{k}" for k in ("kernel", "bias")] +
@@ -50,7 +50,7 @@ def test_layerwise_learning_rates_follow_reference_formula(tmp_path, bert_vocab,
       hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64), layerwise_lr_decay=0.8)
   trainer = Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.get_strategy(), seed=0)
   opt = trainer.make_optimizer(100)
-  names = {id(v): n for n, v in trainer.reference_variables().items()}
+  names = {id(v): n for n, v in trainer.model.reference_variables().items()}
   L, d = 3, 0.8
   for var, mult in zip(trainer.model.trainable_variables, opt._multipliers):  # pylint: disable=protected-access
     name = names[id(var)]

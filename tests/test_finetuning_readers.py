@@ -5,12 +5,13 @@ import json
 import numpy as np
 import pytest
 
-from electra_tf.finetuning import qa, tagging
+from electra_tf.finetuning import tagging
 from electra_tf.finetuning.base import DataError, stack_features
+from electra_tf.finetuning.scorers.qa import get_final_text
 from electra_tf.finetuning.tasks import TASK_NAMES, get_task
 from electra_tf.hparams import HParamError
 from electra_tf.tokenization import load_tokenizer
-from tests.finetuning_helpers import glue_files, tiny_config, tsv, write
+from tests._finetuning_testlib import glue_files, tiny_config, tsv, write
 
 
 @pytest.fixture(scope="module")
@@ -243,9 +244,9 @@ def test_mrqa_reader(tmp_path, tokenizer, bert_vocab):
 
 
 def test_get_final_text():
-  assert qa.get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
-  assert qa.get_final_text("1895", "(1895-1943).", True) == "1895"
-  assert qa.get_final_text("nowhere", "Steve", True) == "Steve"  # alignment fails -> original
+  assert get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
+  assert get_final_text("1895", "(1895-1943).", True) == "1895"
+  assert get_final_text("nowhere", "Steve", True) == "Steve"  # alignment fails -> original
 
 
 def test_stack_features_pads_with_dummy_rows():

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import checkpoint_names, configs, hf_mapping
+from electra_tf import checkpoint_names, configs
+from electra_tf.convert import hf_mapping
 from electra_tf.modeling import build_pretraining_networks
 
 torch = pytest.importorskip("torch")

@@ -163,5 +163,5 @@ def test_mixed_precision_trains_with_float32_variables(wiki_dir, precision):
   assert sum(not np.array_equal(before[i], after[i]) for i in before) > 0.9 * len(before)
   assert all(v.dtype == np.float32 for v in after.values())
   if precision == "float16":
-    scale = float(t.loss_scale.numpy())
+    scale = float(t.loss_scale.scale.numpy())
     assert 1.0 <= scale <= 2.0 ** 15 and "loss_scale" in result.last_log

@@ -54,14 +54,14 @@ def test_metrics_are_present_and_finite(quick_run):
 
 def test_fine_tuned_model_predicts_its_reported_accuracy(quick_run):
   """Re-evaluating the saved fine-tuned checkpoint reproduces the accuracy the run reported."""
-  from electra_tf import sample_data
+  from electra_tf import presets, sample_data
   from electra_tf.configs import FinetuningConfig
   from electra_tf.finetuning import run_finetuning
   root, _ = quick_run
   summary = json.loads((root / "quickstart_summary.json").read_text())
   saved = root / "models" / "electra_sample" / "finetuning_models" / "sst_model_1"
   cfg = FinetuningConfig.create("electra_sample_reeval", str(root),
-                                **sample_data.sample_finetuning_hparams(root / "vocab.txt"),
+                                **presets.sample_finetuning_hparams(sample_data.vocab_size_of(root / "vocab.txt")),
                                 do_train=False, init_checkpoint=str(saved))
   results = run_finetuning(cfg, progress=False)
   assert results[0]["sst"]["accuracy"] == pytest.approx(summary["dev_accuracy"]["pretrained"], abs=1e-6)

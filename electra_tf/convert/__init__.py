@@ -8,7 +8,7 @@ Library entry points:
 * ``read_source(path)`` -> ``Source`` (reference-named arrays + detected ``Architecture``), and the writers
   ``write_model_dir``, ``write_tf1``, ``write_hf``.
 * ``infer_architecture(shapes)``: model and generator sizes from variable shapes.
-* ``electra_tf.convert.savedmodel.export_savedmodel`` and ``electra_tf.convert.hf_heads`` (fine-tuned heads).
+* ``electra_tf.serving.savedmodel.export_savedmodel`` and ``electra_tf.convert.hf_heads`` (fine-tuned heads).
 """
 
 from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture

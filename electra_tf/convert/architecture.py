@@ -10,15 +10,16 @@ import dataclasses
 import re
 import typing
 
+from electra_tf import presets
 from electra_tf.configs import ModelConfig, PretrainingConfig
+from electra_tf.errors import ConversionError
+from electra_tf.modeling import build_pretraining_networks
 
-_SIZE_NAMES = {(256, 12): "small", (768, 12): "base", (1024, 24): "large"}
+_SIZE_NAMES = {dims: name for name, dims in presets.SIZE_DIMS.items()}
 _REFERENCE_SCOPES = ("electra/", "generator/", "generator_predictions/", "discriminator_predictions/")
 _LAYER = re.compile(r"/encoder/layer_(\d+)/")
 
 
-class ConversionError(ValueError):
-  """Bad input to a conversion (wrong architecture, missing file, mismatched vocab): one clear line."""
 
 
 def is_reference_weight(name: str) -> bool:
@@ -119,7 +120,6 @@ class Architecture:
 
   def build_networks(self):
     """Fresh networks with these shapes (weights created), ready to receive the checkpoint's values."""
-    from electra_tf.modeling import build_pretraining_networks  # pylint: disable=g-import-not-at-top
     return build_pretraining_networks(self.pretraining_config())
 
   def to_json(self) -> dict:

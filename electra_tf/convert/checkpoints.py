@@ -26,13 +26,16 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import typing
 
 import numpy as np
+import tensorflow as tf
 
-from electra_tf import hf_mapping
+from electra_tf import runtime
+from electra_tf.checkpoint_names import reference_variables
+from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture, is_reference_weight
+from electra_tf.tokenization import load_vocab
 
 TF1, MODEL_DIR, HF, TF2 = "tf1", "electra-tf", "huggingface", "tf2"
 CONFIG_FILE = "electra_config.json"
@@ -69,7 +72,6 @@ def find_checkpoint_prefix(path: str) -> typing.Optional[str]:
   if os.path.isfile(path + ".index"):
     return path
   if os.path.isdir(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     latest = tf.train.latest_checkpoint(path)
     if latest and os.path.isfile(latest + ".index"):
       return latest
@@ -94,7 +96,6 @@ def detect_format(path: str) -> typing.Tuple[str, str]:
   if prefix is None:
     raise ConversionError(f"{path} holds no checkpoint ({CONFIG_FILE}, a Hugging Face config.json, "
                           "or a TF checkpoint .index file)")
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
   except Exception as e:  # pylint: disable=broad-except
@@ -104,7 +105,6 @@ def detect_format(path: str) -> typing.Tuple[str, str]:
 
 def count_vocab(vocab_file: str) -> int:
   """Tokens in a WordPiece vocab, counted as the reference reads it (stops at the first empty line)."""
-  from electra_tf.tokenization import load_vocab  # pylint: disable=g-import-not-at-top
   return len(load_vocab(vocab_file))
 
 
@@ -131,7 +131,6 @@ def _sibling_vocab(path: str) -> typing.Optional[str]:
 
 def read_tf1(prefix: str) -> Source:
   """A reference-layout TF1 checkpoint: pre-training weights, ``task_specific/*`` extras, the rest ignored."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   reader = tf.train.load_checkpoint(prefix)
   shapes = reader.get_variable_to_shape_map()
   arch = infer_architecture(shapes, source=prefix)
@@ -279,7 +278,6 @@ def holds_weight(arch: Architecture, name: str) -> bool:
 def source_from_networks(nets, vocab_file: typing.Optional[str] = None, do_lower_case: bool = True,
                          global_step: typing.Optional[int] = None) -> Source:
   """Our in-memory ``PretrainingNetworks`` as a ``Source`` (so every writer can export them)."""
-  from electra_tf.checkpoint_names import reference_variables  # pylint: disable=g-import-not-at-top
   arrays = {n: v.numpy() for n, v in reference_variables(nets).items()}
   arch = infer_architecture({n: a.shape for n, a in arrays.items()}, source="the networks")
   return Source("networks", "<memory>", arrays, arch, vocab_file=vocab_file, do_lower_case=do_lower_case,
@@ -291,39 +289,9 @@ def source_from_networks(nets, vocab_file: typing.Optional[str] = None, do_lower
 # interrupted export never leaves a half-written model behind.
 
 
-class atomic_directory:  # pylint: disable=invalid-name
-  """``with atomic_directory(dest, overwrite) as tmp:`` write into ``tmp``; it becomes ``dest`` on success."""
-
-  def __init__(self, dest: str, overwrite: bool = False):
-    self.dest = os.path.abspath(os.fspath(dest))
-    if os.path.exists(self.dest) and not overwrite:
-      raise ConversionError(f"{dest} already exists; pass --overwrite to replace it")
-    parent = os.path.dirname(self.dest)
-    os.makedirs(parent, exist_ok=True)
-    self.overwrite = overwrite
-    self.tmp = tempfile.mkdtemp(prefix="." + os.path.basename(self.dest) + ".tmp-", dir=parent)
-
-  def __enter__(self) -> str:
-    return self.tmp
-
-  def __exit__(self, exc_type, exc, tb):
-    if exc_type is not None:
-      shutil.rmtree(self.tmp, ignore_errors=True)
-      return False
-    if os.path.exists(self.dest):
-      old = self.tmp + ".old"
-      os.rename(self.dest, old)
-      os.rename(self.tmp, self.dest)
-      shutil.rmtree(old, ignore_errors=True)
-    else:
-      os.rename(self.tmp, self.dest)
-    return False
-
-
 def _save_bundle(prefix: str, arrays: typing.Mapping[str, np.ndarray], global_step: int):
   """A V2 checkpoint bundle with exactly these names (what a tf.compat.v1 Saver writes for variables of
   those names), readable by ``tf.train.load_checkpoint`` and the reference's ``init_from_checkpoint``."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   names = sorted(arrays)
   tensors = [tf.constant(np.asarray(arrays[n], np.float32)) for n in names]
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names + ["global_step"], shape_and_slices=[""] * (len(names) + 1),
@@ -343,7 +311,7 @@ def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step
   released checkpoints. Returns the prefix."""
   global_step = int(global_step or 0)
   name = f"model.ckpt-{global_step}"
-  with atomic_directory(out_dir, overwrite) as tmp:
+  with runtime.atomic_directory(out_dir, overwrite) as tmp:
     _save_bundle(os.path.join(tmp, name), arrays, global_step)
     _write_checkpoint_state(tmp, name)
     if vocab_file:
@@ -367,7 +335,7 @@ def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> st
               do_lower_case=source.do_lower_case if source.do_lower_case is not None else True,
               source=dict(format=source.format, path=os.path.abspath(source.path)),
               global_step=source.global_step, weights=[k for k, held in parts if held])
-  with atomic_directory(out_dir, overwrite) as tmp:
+  with runtime.atomic_directory(out_dir, overwrite) as tmp:
     os.makedirs(os.path.join(tmp, os.path.dirname(WEIGHTS_PREFIX)))
     _save_bundle(os.path.join(tmp, WEIGHTS_PREFIX), arrays, source.global_step or 0)
     _write_checkpoint_state(tmp, WEIGHTS_PREFIX)  # the directory is also a reference init_checkpoint
@@ -420,7 +388,7 @@ def write_hf(out_dir: str, source: Source, target: str, overwrite: bool = False,
       state = hf_mapping.to_hf_state_dict(source.arrays, hf_mapping.DISCRIMINATOR)
       config = hf_config(arch.discriminator, "ElectraForPreTraining")
   check_vocab(source.vocab_file, arch)
-  with atomic_directory(out_dir, overwrite) as tmp:
+  with runtime.atomic_directory(out_dir, overwrite) as tmp:
     save_file({k: np.ascontiguousarray(v, np.float32) for k, v in state.items()},
               os.path.join(tmp, HF_WEIGHT_FILES[0]), metadata={"format": "pt"})
     with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
@@ -440,7 +408,6 @@ def write_hf(out_dir: str, source: Source, target: str, overwrite: bool = False,
 
 def assign_arrays(nets_or_variables, arrays: typing.Mapping[str, np.ndarray]) -> typing.List[str]:
   """Assigns ``arrays`` to the matching reference-named variables (shape-checked); returns the names set."""
-  from electra_tf.checkpoint_names import reference_variables  # pylint: disable=g-import-not-at-top
   variables = (nets_or_variables if isinstance(nets_or_variables, typing.Mapping)
                else reference_variables(nets_or_variables))
   done = []

@@ -15,7 +15,7 @@
 
 import numpy as np
 
-from electra_tf import hf_mapping
+from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import ConversionError
 from electra_tf.convert.checkpoints import Source, hf_config
 

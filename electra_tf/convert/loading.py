@@ -8,10 +8,14 @@ without Adam slots (google-research/electra issue #25), works with a fresh optim
 import dataclasses
 import typing
 
+import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
 from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
 from electra_tf.convert import checkpoints as ckpt
 from electra_tf.convert.architecture import Architecture, ConversionError
 from electra_tf.modeling import ElectraDiscriminator, ElectraEncoder, PretrainingNetworks
+from electra_tf.modeling.models import ElectraGenerator
 
 
 @dataclasses.dataclass
@@ -90,7 +94,6 @@ def load_pretrained_weights(path: str, target, require_all: bool = False,
 
 def _load_object_checkpoint(prefix: str, target) -> LoadReport:
   """Pre-training's own TF2 checkpoints restore by object structure, not by name."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if isinstance(target, PretrainingNetworks):
     parts = {k: v for k, v in (("discriminator", target.discriminator), ("generator", target.generator))
              if v is not None}
@@ -117,8 +120,6 @@ def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
   discriminator is the encoder to keep; an MLM-only run has none, and its (full-size, ``electra``)
   generator encoder is used instead.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf.modeling.models import ElectraGenerator  # pylint: disable=g-import-not-at-top
   encoder = target if isinstance(target, ElectraEncoder) else getattr(target, "encoder", None)
   if not isinstance(encoder, ElectraEncoder):
     raise ConversionError(f"{prefix} is a TF2 pre-training checkpoint; it loads into models with an ELECTRA "
@@ -151,8 +152,6 @@ def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
 def _root_objects(prefix: str) -> set:
   """Names of the checkpoint root's children. Variable keys cannot tell: TF stores each variable under its
   first path, which is often the optimizer's (``optimizer/_trainable_variables/N``)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.core.protobuf import trackable_object_graph_pb2  # pylint: disable=g-import-not-at-top
   graph = trackable_object_graph_pb2.TrackableObjectGraph()
   graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
   return {child.local_name for child in graph.nodes[0].children}

@@ -12,17 +12,10 @@ import typing
 
 import numpy as np
 
+from electra_tf.errors import DataError  # re-exported: tasks raise it from here
+
 log = logging.getLogger("electra_tf.finetuning")
 
-
-
-class DataError(ValueError):
-  """A task file is missing or malformed; the message names the file and (1-based) line."""
-
-  def __init__(self, path, line, message):
-    where = f"{path}:{line}" if line else str(path)
-    super().__init__(f"{where}: {message}")
-    self.path, self.line = path, line
 
 
 class FeatureSpec(typing.NamedTuple):
@@ -62,6 +55,15 @@ def pad(values: list, length: int, value=0) -> list:
   return list(values) + [value] * (length - len(values))
 
 
+class PredictionFiles(typing.NamedTuple):
+  """The files a task writes for one test split (``FinetuningRun.write_test_outputs`` places them):
+  ``predictions`` as ``test_predictions/<task>_<split>_<trial>_predictions.<predictions_format>``, and
+  for GLUE ``submission`` = (server file stem, eids, labels) as ``glue_submission/<tasks>_<trial>/<stem>.tsv``."""
+  predictions: dict
+  predictions_format: str  # "pkl" (GLUE: eid -> logits, or the STS-B score) | "json" (QA: id -> answer text)
+  submission: typing.Optional[tuple] = None
+
+
 class Task:
   """A fine-tuning task. Subclasses set ``name``, ``head_type`` and implement the reading,
   featurization and scoring. ``task_index`` is the task's position in ``config.task_names``."""
@@ -90,7 +92,21 @@ class Task:
   def feature_specs(self) -> typing.List[FeatureSpec]:
     raise NotImplementedError
 
-  def get_scorer(self, split: str = "dev"):
+  def eval_features(self, split: str) -> list:
+    """The featurized evaluation/test split, in the order the scorer expects."""
+    return self.featurize(self.get_examples(split), False)
+
+  def get_scorer(self, split: str = "dev", output_dir: typing.Optional[str] = None):
+    """A fresh scorer for ``split``. Scorers that write files (QA: predictions, null odds, metrics) put
+    them in ``output_dir``; the others ignore it."""
+    raise NotImplementedError
+
+  def test_output_splits(self) -> typing.Sequence[str]:
+    """The splits ``test_outputs`` writes predictions for; none by default (chunking writes no test files)."""
+    return ()
+
+  def test_outputs(self, split: str, outs: dict) -> PredictionFiles:
+    """What to write for test split ``split`` given the head's outputs ``outs`` on ``eval_features(split)``."""
     raise NotImplementedError
 
 

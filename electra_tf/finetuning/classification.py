@@ -9,9 +9,14 @@ import typing
 
 import numpy as np
 
-from electra_tf.finetuning.base import (DataError, FeatureSpec, Task, common_feature_specs, log, pad, read_tsv,
-                                        truncate_seq_pair)
+from electra_tf.finetuning.base import (DataError, FeatureSpec, PredictionFiles, Task, common_feature_specs, log,
+                                        pad, read_tsv, truncate_seq_pair)
 from electra_tf.finetuning.scorers.classification import AccuracyScorer, MCCScorer, RegressionScorer
+
+
+# GLUE server file stems of the test splits that are not the task's own (``GlueTask.glue_name``).
+GLUE_SUBMISSION_NAMES = {("mnli", "test_matched"): "MNLI-m", ("mnli", "test_mismatched"): "MNLI-mm",
+                         ("mnli", "diagnostic"): "AX"}
 
 
 class InputExample(typing.NamedTuple):
@@ -37,6 +42,7 @@ class GlueTask(Task):
   label_list: typing.Sequence[str] = ("0", "1")
   file_names: typing.Dict[str, str] = {}
   glue_name = ""  # the GLUE server's file stem (SST-2, MNLI-m, ...)
+  test_prediction_key = "logits"  # the head output kept per example in test_predictions/*.pkl
 
   def columns(self, split: str) -> Columns:
     raise NotImplementedError
@@ -149,17 +155,28 @@ class GlueTask(Task):
   def num_outputs(self) -> int:
     return len(self.label_list)
 
-  def get_scorer(self, split="dev"):
+  def get_scorer(self, split="dev", output_dir=None):
     return AccuracyScorer()
 
   def glue_label(self, prediction) -> str:
     """A test prediction in the GLUE server's vocabulary."""
     return self.label_list[int(prediction)]
 
+  def test_output_splits(self):
+    return self.test_splits
+
+  def test_outputs(self, split, outs):
+    """eid -> ``test_prediction_key`` output (pickled), and the GLUE server's labels."""
+    predictions = {int(e): v for e, v in zip(outs["eid"], outs[self.test_prediction_key])}
+    name = GLUE_SUBMISSION_NAMES.get((self.name, split), self.glue_name)
+    return PredictionFiles(predictions, "pkl",
+                           (name, outs["eid"], [self.glue_label(p) for p in outs["predictions"]]))
+
 
 class RegressionTask(GlueTask):
   head_type = "regression"
   min_value, max_value = 0.0, 5.0
+  test_prediction_key = "predictions"  # the predicted (normalised) score
 
   def dummy_label(self):
     return 0.0
@@ -185,7 +202,7 @@ class RegressionTask(GlueTask):
   def num_outputs(self):
     return 1
 
-  def get_scorer(self, split="dev"):
+  def get_scorer(self, split="dev", output_dir=None):
     return RegressionScorer()
 
   def glue_label(self, prediction):
@@ -198,7 +215,7 @@ class CoLA(GlueTask):
   def columns(self, split):  # train/dev have no header: source, label, original label, sentence
     return Columns(1, None, None, True) if self.is_test(split) else Columns(3, None, 1, False)
 
-  def get_scorer(self, split="dev"):
+  def get_scorer(self, split="dev", output_dir=None):
     return MCCScorer()
 
 
@@ -254,7 +271,3 @@ class STS(RegressionTask):
 
   def columns(self, split):
     return Columns(-2, -1, None, True) if self.is_test(split) else Columns(-3, -2, -1, True)
-
-
-GLUE_SUBMISSION_NAMES = {("mnli", "test_matched"): "MNLI-m", ("mnli", "test_mismatched"): "MNLI-mm",
-                         ("mnli", "diagnostic"): "AX"}

@@ -235,13 +235,11 @@ class FinetuningModel(keras.Model):
       outputs[head.task_name] = out
     return total, outputs
 
-
-def finetuning_variables(model: FinetuningModel) -> dict:
-  """{reference TF1 name: variable} for the encoder (``electra/...``) and heads (``task_specific/...``)."""
-  names = encoder_variables(model.encoder, "electra", embeddings_scope="electra")
-  for head in model.heads:
-    names.update(head.reference_variables())
-  return names
-
-
-FinetuningModel.reference_variables = finetuning_variables  # what convert.load_pretrained_weights reads
+  def reference_variables(self) -> dict:
+    """{reference TF1 name: variable} for the encoder (``electra/...``) and heads (``task_specific/...``):
+    the names checkpoints are read (``convert.load_pretrained_weights``) and written by, and that the
+    layer-wise learning rates key on."""
+    names = encoder_variables(self.encoder, "electra", embeddings_scope="electra")
+    for head in self.heads:
+      names.update(head.reference_variables())
+    return names

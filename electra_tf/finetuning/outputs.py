@@ -9,23 +9,11 @@ import json
 import os
 import pickle
 import statistics
-import tempfile
 import typing
 
 import numpy as np
 
-
-def _atomic_write(path: str, data: bytes):
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp_")
-  try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
+from electra_tf import runtime
 
 
 def _jsonable(x):
@@ -41,15 +29,15 @@ def _jsonable(x):
 
 
 def write_json(path: str, obj):
-  _atomic_write(path, (json.dumps(_jsonable(obj), indent=2) + "\n").encode("utf-8"))
+  runtime.atomic_write(path, (json.dumps(_jsonable(obj), indent=2) + "\n").encode("utf-8"))
 
 
 def write_pickle(path: str, obj):
-  _atomic_write(path, pickle.dumps(obj))
+  runtime.atomic_write(path, pickle.dumps(obj))
 
 
 def write_text(path: str, text: str):
-  _atomic_write(path, text.encode("utf-8"))
+  runtime.atomic_write(path, text.encode("utf-8"))
 
 
 def format_results(trial_results: typing.Sequence[dict]) -> str:

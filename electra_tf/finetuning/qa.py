@@ -1,27 +1,20 @@
-"""Extractive QA: SQuAD 1.1 / 2.0 and the MRQA tasks, featurized and decoded as the reference (BERT).
+"""Extractive QA tasks: SQuAD 1.1 / 2.0 and the MRQA tasks, read and featurized as the reference (BERT).
 
 Featurization: questions cut to ``max_query_length`` pieces; documents split into whitespace words, each
 word word-pieced; windows of ``max_seq_length - |q| - 3`` pieces every ``doc_stride``; input
 ``[CLS] q [SEP] span [SEP]`` (segment 1 from the span on). A training window that does not contain the
 answer, and every impossible question, gets start = end = 0. Feature id = 1000 * example id + window.
-Decoding: joint beam (top ``beam_size`` starts x top ``beam_size`` ends) scored by log-probabilities,
-spans filtered (inside the context, max-context start, length <= ``max_answer_length``), the text mapped
-back to the original with ``get_final_text``; SQuAD 2.0 also writes null odds (min over windows of the
-answerable logit) and the official evaluation applies ``qa_na_threshold`` (-2.75) to them.
+Evaluation features also keep the tokens and the token -> word / max-context maps that decoding the
+answers needs; decoding and the official metrics are in ``scorers.qa``.
 """
 
-import collections
 import json
 import os
 import typing
 
-import numpy as np
-
-from electra_tf.finetuning.base import DataError, FeatureSpec, Task, common_feature_specs, log, pad
-from electra_tf.finetuning.scorers.base import Scorer
-from electra_tf.finetuning.scorers.mrqa import mrqa_evaluate
-from electra_tf.finetuning.scorers.squad import squad_v1_evaluate, squad_v2_evaluate
-from electra_tf.tokenization import BasicTokenizer
+from electra_tf.finetuning.base import (DataError, FeatureSpec, PredictionFiles, Task, common_feature_specs, log,
+                                        pad)
+from electra_tf.finetuning.scorers.qa import MRQAScorer, SQuADScorer
 
 
 class QAExample(typing.NamedTuple):
@@ -127,37 +120,10 @@ def _is_max_context(doc_spans, span_index, position):
   return best == span_index
 
 
-def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
-  """Projects the normalised predicted text back onto the original span (BERT's heuristic): align the
-  basic-tokenized original with itself character by character, ignoring spaces; on failure return
-  the whole original span."""
-  def strip_spaces(text):
-    chars, ns_to_s = [], {}
-    for i, c in enumerate(text):
-      if c == " ":
-        continue
-      ns_to_s[len(chars)] = i
-      chars.append(c)
-    return "".join(chars), ns_to_s
-
-  tok_text = " ".join(BasicTokenizer(do_lower_case=do_lower_case).tokenize(orig_text))
-  start = tok_text.find(pred_text)
-  if start == -1:
-    return orig_text
-  end = start + len(pred_text) - 1
-  orig_ns, orig_map = strip_spaces(orig_text)
-  tok_ns, tok_map = strip_spaces(tok_text)
-  if len(orig_ns) != len(tok_ns):
-    return orig_text
-  tok_s_to_ns = {s: ns for ns, s in tok_map.items()}
-  orig_start = orig_map.get(tok_s_to_ns.get(start, -1))
-  orig_end = orig_map.get(tok_s_to_ns.get(end, -1))
-  if orig_start is None or orig_end is None:
-    return orig_text
-  return orig_text[orig_start:orig_end + 1]
-
-
 class QATask(Task):
+  """A SQuAD-layout task: examples, gold answers and evaluation features cached per split; subclasses
+  read their files (``_read``) and pick the scorer that runs their official evaluation."""
+
   head_type = "qa"
   v2 = False
   test_splits = ("test",)
@@ -246,7 +212,8 @@ class QATask(Task):
     return features
 
   def eval_features(self, split):
-    """The featurized evaluation split, with the token maps that decoding needs (cached)."""
+    """The featurized evaluation split, with the token maps that decoding needs (cached: the scorer
+    decodes from the same features the model ran on)."""
     if split not in self._eval_features:
       self._eval_features[split] = self.featurize(self.get_examples(split), False)
     return self._eval_features[split]
@@ -258,11 +225,15 @@ class QATask(Task):
 
   num_outputs = 1
 
-  def get_scorer(self, split="dev"):
-    return SpanBasedQAScorer(self, split)
+  def test_output_splits(self):
+    return self.test_splits
 
-  def evaluate(self, split, predictions, null_odds):
-    raise NotImplementedError
+  def test_outputs(self, split, outs):
+    """Question id -> decoded answer text (JSON); the scorer writes nothing here (no ``output_dir``)."""
+    scorer = self.get_scorer(split)
+    scorer.update(outs)
+    predictions, _ = scorer.decode()
+    return PredictionFiles(predictions, "json")
 
 
 class SQuADTask(QATask):
@@ -288,10 +259,8 @@ class SQuADTask(QATask):
     self._gold[split] = data
     return examples, failures
 
-  def evaluate(self, split, predictions, null_odds):
-    if self.v2:
-      return squad_v2_evaluate(self.gold(split), predictions, null_odds, self.config.qa_na_threshold)
-    return squad_v1_evaluate(self.gold(split), predictions)
+  def get_scorer(self, split="dev", output_dir=None):
+    return SQuADScorer(self, split, output_dir)
 
 
 class SQuAD(SQuADTask):
@@ -330,8 +299,8 @@ class MRQATask(QATask):
     self._gold[split] = answers
     return examples, failures
 
-  def evaluate(self, split, predictions, null_odds):
-    return mrqa_evaluate(self.gold(split), predictions, skip_no_answer=True)
+  def get_scorer(self, split="dev", output_dir=None):
+    return MRQAScorer(self, split, output_dir)
 
 
 class NewsQA(MRQATask):
@@ -348,115 +317,3 @@ class TriviaQA(MRQATask):
 
 class SearchQA(MRQATask):
   name = "searchqa"
-
-
-def _softmax(scores):
-  scores = np.asarray(scores, np.float64)
-  e = np.exp(scores - scores.max())
-  return (e / e.sum()).tolist()
-
-
-class SpanBasedQAScorer(Scorer):
-  """Collects the QA head's outputs per feature, decodes answers and runs the official evaluation.
-
-  Set ``output_dir`` to write ``<task>_preds.json``, ``<task>_null_odds.json`` (v2) and
-  ``<task>_eval.json`` there, as the reference does under ``results/<tasks>_qa/``."""
-
-  def __init__(self, task: QATask, split: str):
-    super().__init__()
-    self.task, self.split = task, split
-    self.output_dir = None
-    self._results = {}
-    self.predictions, self.null_odds, self.nbest = None, None, None
-
-  def update(self, outputs):
-    super().update(outputs)
-    keys = ("start_logits", "end_logits", "answerable_logit", "start_top_log_probs", "start_top_index",
-            "end_top_log_probs", "end_top_index")
-    for i, eid in enumerate(np.asarray(outputs["eid"]).tolist()):
-      self._results[int(eid)] = {k: np.asarray(outputs[k][i]) for k in keys}
-
-  def decode(self):
-    """Predictions {id: text}, null odds {id: float} (v2) and the n-best lists."""
-    cfg, task = self.task.config, self.task
-    by_example = collections.defaultdict(list)
-    for feature in task.eval_features(self.split):
-      by_example[feature["example_index"]].append(feature)
-    predictions, null_odds, nbest_all = collections.OrderedDict(), collections.OrderedDict(), {}
-    for example in task.get_examples(self.split):
-      features = by_example[example.eid]
-      prelim, score_null = [], 1e6
-      for fi, feature in enumerate(features):
-        result = self._results.get(int(feature[f"{task.name}_eid"]))
-        if result is None:
-          raise ValueError(f"{task.name}: no model output for feature {feature[f'{task.name}_eid']}")
-        if cfg.joint_prediction:
-          starts, ends = result["start_top_index"], result["end_top_index"]
-        else:
-          starts = np.argsort(-result["start_logits"], kind="stable")[:cfg.n_best_size]
-          ends = np.argsort(-result["end_logits"], kind="stable")[:cfg.n_best_size]
-        if task.v2:
-          null = (float(result["answerable_logit"]) if cfg.answerable_classifier
-                  else float(result["start_logits"][0] + result["end_logits"][0]))
-          score_null = min(score_null, null)
-        n_tokens = len(feature["tokens"])
-        for i, start in enumerate(np.asarray(starts).tolist()):
-          for j, end in enumerate(np.asarray(ends[i] if cfg.joint_prediction else ends).tolist()):
-            if start >= n_tokens or end >= n_tokens or start == 0:
-              continue
-            if start not in feature["token_to_orig_map"] or end not in feature["token_to_orig_map"]:
-              continue
-            if not feature["token_is_max_context"].get(start, False):
-              continue
-            if end < start or end - start + 1 > cfg.max_answer_length:
-              continue
-            if cfg.joint_prediction:
-              s_score, e_score = float(result["start_top_log_probs"][i]), float(result["end_top_log_probs"][i, j])
-            else:
-              s_score, e_score = float(result["start_logits"][start]), float(result["end_logits"][end])
-            prelim.append((fi, start, end, s_score, e_score))
-      prelim.sort(key=lambda p: p[3] + p[4], reverse=True)
-      seen, nbest = set(), []
-      for fi, start, end, s_score, e_score in prelim:
-        if len(nbest) >= cfg.n_best_size:
-          break
-        feature = features[fi]
-        tok_text = " ".join(feature["tokens"][start:end + 1]).replace(" ##", "").replace("##", "")
-        tok_text = " ".join(tok_text.strip().split())
-        orig = feature["token_to_orig_map"]
-        orig_text = " ".join(example.doc_tokens[orig[start]:orig[end] + 1])
-        text = get_final_text(tok_text, orig_text, cfg.do_lower_case)
-        if text in seen:
-          continue
-        seen.add(text)
-        nbest.append({"text": text, "start_logit": s_score, "end_logit": e_score})
-      if not nbest:  # the reference's nonce prediction for the rare case of no valid span
-        nbest.append({"text": "empty", "start_logit": 0.0, "end_logit": 0.0})
-      for entry, p in zip(nbest, _softmax([e["start_logit"] + e["end_logit"] for e in nbest])):
-        entry["probability"] = p
-      key = example.example_id
-      if task.v2:
-        best_non_null = next((e for e in nbest if e["text"]), None)
-        null_odds[key] = (score_null if cfg.answerable_classifier else
-                          score_null - best_non_null["start_logit"] - best_non_null["end_logit"])
-        predictions[key] = best_non_null["text"] if best_non_null else ""
-      else:
-        predictions[key] = nbest[0]["text"]
-      nbest_all[key] = nbest
-    self.predictions, self.null_odds, self.nbest = predictions, (null_odds if task.v2 else None), nbest_all
-    return predictions, self.null_odds
-
-  def _get_results(self):
-    from electra_tf.finetuning.outputs import write_json  # pylint: disable=g-import-not-at-top
-    predictions, null_odds = self.decode()
-    name = self.task.name
-    if self.output_dir:
-      write_json(os.path.join(self.output_dir, f"{name}_preds.json"), predictions)
-      if null_odds is not None:
-        write_json(os.path.join(self.output_dir, f"{name}_null_odds.json"), null_odds)
-    if self.split.startswith("test") and not self.task._gold.get(self.split):  # pylint: disable=protected-access
-      return [("loss", self.get_loss())]
-    results = self.task.evaluate(self.split, predictions, null_odds)
-    if self.output_dir:
-      write_json(os.path.join(self.output_dir, f"{name}_eval.json"), results)
-    return sorted(results.items())

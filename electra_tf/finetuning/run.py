@@ -13,15 +13,14 @@ import shutil
 import time
 import typing
 
-import numpy as np
-
+from electra_tf import runtime
+from electra_tf.convert import load_pretrained_weights, write_tf1
 from electra_tf.finetuning import outputs
 from electra_tf.finetuning.base import DataError, log, stack_features
-from electra_tf.finetuning.classification import GLUE_SUBMISSION_NAMES, GlueTask, RegressionTask
-from electra_tf.finetuning.qa import QATask
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer, num_train_steps
 from electra_tf.hparams import HParamError
+from electra_tf.tokenization import load_tokenizer
 
 NO_CHECKPOINT = ("", "none", "None", "random")
 
@@ -53,9 +52,7 @@ class FinetuningData:
   def eval_arrays(self, task, split: str, batch_size: int) -> dict:
     key = (task.name, split)
     if key not in self._cache:
-      features = (task.eval_features(split) if isinstance(task, QATask)
-                  else task.featurize(task.get_examples(split), False))
-      self._cache[key] = stack_features(features, self.specs, len(self.tasks), batch_size)
+      self._cache[key] = stack_features(task.eval_features(split), self.specs, len(self.tasks), batch_size)
     return self._cache[key]
 
 
@@ -73,7 +70,6 @@ class FinetuningRun:
   """One invocation: tasks, data, strategy and the trial loop."""
 
   def __init__(self, config, tokenizer=None, progress: bool = True):
-    from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
     self.config = config
     if config.num_trials == 0:
       raise HParamError("num_trials is 0: nothing to run")
@@ -81,11 +77,8 @@ class FinetuningRun:
     self.tasks = get_tasks(config, self.tokenizer)
     self.data = FinetuningData(config, self.tasks)
     self.tasks_key = "_".join(config.task_names)
-    self.results_dir = os.path.join(config.model_dir, "results")
-    # Pre-training's strategy selection (auto: TPU if use_tpu/tpu_name, multi-worker if TF_CONFIG, all GPUs);
-    # it reads only fields both configs share.
-    from electra_tf.pretraining.trainer import select_strategy  # pylint: disable=g-import-not-at-top
-    self.strategy = select_strategy(config)
+    self.results_dir = config.results_dir
+    self.strategy = runtime.select_strategy(config)
     self.progress = progress
     self.trial_results = []
     self.init_checkpoint = resolve_init_checkpoint(config)
@@ -103,9 +96,7 @@ class FinetuningRun:
     bs = self.config.eval_batch_size
     for task in self.tasks:
       outs = trainer.predict(self.data.eval_arrays(task, split, bs), bs)[task.name]
-      scorer = task.get_scorer(split)
-      if isinstance(task, QATask):
-        scorer.output_dir = self.qa_dir()
+      scorer = task.get_scorer(split, output_dir=self.qa_dir())  # only QA scorers write files there
       scorer.update(outs)
       results[task.name] = scorer.get_results()
       log.info("%s %s: %s", task.name, split, " - ".join(f"{k}: {v:.2f}" for k, v in results[task.name].items()))
@@ -119,22 +110,15 @@ class FinetuningRun:
     pred_dir = os.path.join(self.config.model_dir, "test_predictions")
     glue_dir = os.path.join(self.config.model_dir, "glue_submission", f"{self.tasks_key}_{trial}")
     for task in self.tasks:
-      if not isinstance(task, (GlueTask, QATask)):
-        continue
-      for split in task.test_splits:
+      for split in task.test_output_splits():
         outs = trainer.predict(self.data.eval_arrays(task, split, bs), bs)[task.name]
+        files = task.test_outputs(split, outs)
         stem = os.path.join(pred_dir, f"{task.name}_{split}_{trial}_predictions")
-        if isinstance(task, QATask):
-          scorer = task.get_scorer(split)
-          scorer.update(outs)
-          predictions, _ = scorer.decode()
-          outputs.write_json(stem + ".json", predictions)
-          continue
-        values = outs["predictions"] if isinstance(task, RegressionTask) else outs["logits"]
-        outputs.write_pickle(stem + ".pkl", {int(e): v for e, v in zip(outs["eid"], values)})
-        name = GLUE_SUBMISSION_NAMES.get((task.name, split), task.glue_name)
-        outputs.write_glue_submission(os.path.join(glue_dir, f"{name}.tsv"), outs["eid"],
-                                      [task.glue_label(p) for p in outs["predictions"]])
+        write = outputs.write_json if files.predictions_format == "json" else outputs.write_pickle
+        write(f"{stem}.{files.predictions_format}", files.predictions)
+        if files.submission is not None:
+          name, eids, labels = files.submission
+          outputs.write_glue_submission(os.path.join(glue_dir, f"{name}.tsv"), eids, labels)
 
   # ---- trials -------------------------------------------------------------------------------------------
 
@@ -143,7 +127,6 @@ class FinetuningRun:
     seed = cfg.seed + trial - 1
     trainer = Trainer(cfg, self.tasks, self.strategy, seed)
     if self.init_checkpoint:
-      from electra_tf.convert import load_pretrained_weights  # pylint: disable=g-import-not-at-top
       report = load_pretrained_weights(self.init_checkpoint, trainer.model)
       log.info(report.summary())
       encoder_missing = [n for n in report.missing if n.startswith("electra/")]
@@ -176,8 +159,7 @@ class FinetuningRun:
 
   def save(self, trainer: Trainer, model_dir: str, step: int):
     """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots)."""
-    from electra_tf.convert import write_tf1  # pylint: disable=g-import-not-at-top
-    arrays = {n: v.numpy() for n, v in trainer.reference_variables().items()}
+    arrays = {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
     vocab = self.config.vocab_file if os.path.isfile(self.config.vocab_file) else None
     tb = os.path.join(model_dir, "tensorboard")
     keep = os.path.join(os.path.dirname(model_dir), f".tb_{os.path.basename(model_dir)}")

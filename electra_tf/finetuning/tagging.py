@@ -169,5 +169,5 @@ class Chunking(Task):
   def num_outputs(self):
     return len(self.label_mapping())
 
-  def get_scorer(self, split="dev"):
+  def get_scorer(self, split="dev", output_dir=None):
     return EntityLevelF1Scorer(self.label_mapping())

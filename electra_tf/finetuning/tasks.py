@@ -2,6 +2,7 @@
 
 from electra_tf.finetuning import classification, qa, tagging
 from electra_tf.finetuning.base import DataError, Task
+from electra_tf.finetuning.tfds_source import TFDSSource
 from electra_tf.hparams import HParamError
 
 TASKS = {cls.name: cls for cls in (
@@ -19,7 +20,6 @@ def get_task(config, name: str, tokenizer) -> Task:
     raise HParamError(f"unknown task {name!r}; choose from {', '.join(TASK_NAMES)}")
   task = TASKS[name](config, tokenizer)
   if config.data_source == "tfds":
-    from electra_tf.finetuning.tfds_source import TFDSSource  # pylint: disable=g-import-not-at-top
     task.source = TFDSSource.for_task(task)
   return task
 

@@ -5,6 +5,8 @@ strings, test splits ordered by the GLUE ``idx`` so example ids match the server
 readers, featurizers and outputs are the same code as for files. MRQA and chunking have no TFDS source.
 """
 
+import tensorflow_datasets as tfds
+
 from electra_tf.finetuning.base import DataError
 from electra_tf.hparams import HParamError
 
@@ -33,7 +35,6 @@ class TFDSSource:
                       "data_source files")
 
   def _load(self, name, split):
-    import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
     try:
       ds, info = tfds.load(name, split=split, data_dir=self.data_dir, with_info=True)
     except Exception as e:  # pylint: disable=broad-except

@@ -8,7 +8,6 @@ clip (the clip sees the global gradient, as on the reference's TPU).
 """
 
 import math
-import os
 import time
 import typing
 
@@ -16,8 +15,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.base import log
-from electra_tf.finetuning.model import FinetuningModel, finetuning_variables
+from electra_tf import runtime
+from electra_tf.errors import HParamError
+from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.optimization import clip_by_global_norm, create_optimizer
 
 
@@ -41,11 +41,9 @@ class Trainer:
   def __init__(self, config, tasks, strategy: tf.distribute.Strategy, seed: int):
     self.config, self.tasks, self.strategy, self.seed = config, tasks, strategy, seed
     if config.mixed_precision == "float16":
-      from electra_tf.hparams import HParamError  # pylint: disable=g-import-not-at-top
       raise HParamError("mixed_precision float16 needs loss scaling, which fine-tuning does not implement; "
                         "use bfloat16 (same speed on recent GPUs/TPUs) or float32")
-    keras.mixed_precision.set_global_policy(
-        "mixed_bfloat16" if config.mixed_precision == "bfloat16" else "float32")
+    runtime.set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(seed)  # weight initialisation of the heads (and of a fresh encoder)
     self.model_config = config.model_config()
     with strategy.scope():
@@ -54,14 +52,11 @@ class Trainer:
     self.optimizer = None
     self._train_step = self._predict_step = None
 
-  def reference_variables(self) -> dict:
-    return finetuning_variables(self.model)
-
   # ---- training -----------------------------------------------------------------------------------------
 
   def make_optimizer(self, total_steps: int):
     cfg = self.config
-    names = {id(v): n for n, v in self.reference_variables().items()}
+    names = {id(v): n for n, v in self.model.reference_variables().items()}
     with self.strategy.scope():
       self.optimizer = create_optimizer(
           cfg.learning_rate, total_steps, cfg.weight_decay_rate, warmup_proportion=cfg.warmup_proportion,
@@ -113,10 +108,7 @@ class Trainer:
     iterator = iter(self.strategy.experimental_distribute_dataset(ds))
     self._train_step = self._train_step or self._build_train_step()
     writer = tf.summary.create_file_writer(log_dir) if log_dir else None
-    bar = None
-    if progress:
-      from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top
-      bar = tqdm(total=total_steps, desc="fine-tuning", unit="step", dynamic_ncols=True, leave=False)
+    bar = runtime.progress_bar(progress, total_steps, desc="fine-tuning", leave=False)
     log_every = max(1, min(25, steps_per_epoch))  # several points per epoch for the curves
     losses, start, epoch = [], time.time(), 0
     step = int(self.optimizer.iterations.numpy())
@@ -129,14 +121,13 @@ class Trainer:
       if bar is not None:
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.4f}")
-      if writer is not None and (step % log_every == 0 or step == total_steps):
-        with writer.as_default(step=step):
-          scalar_summary("train/loss", np.mean(losses[-log_every:]))
-          scalar_summary("train/learning_rate", float(self.optimizer.learning_rate))
+      if step % log_every == 0 or step == total_steps:
+        runtime.write_scalars(writer, step, {"loss": float(np.mean(losses[-log_every:])),
+                                             "learning_rate": float(self.optimizer.learning_rate)}, "train/")
       if on_epoch_end is not None and steps_per_epoch and step % steps_per_epoch == 0 and step < total_steps:
         epoch += 1
-        metrics = on_epoch_end(epoch)
-        _write_metrics(writer, step, metrics)
+        for task, values in (on_epoch_end(epoch) or {}).items():
+          runtime.write_scalars(writer, step, values, f"dev/{task}/")
     if bar is not None:
       bar.close()
     elapsed = time.time() - start
@@ -177,23 +168,3 @@ class Trainer:
 def _local_concat(strategy, value) -> np.ndarray:
   parts = strategy.experimental_local_results(value)
   return np.concatenate([np.asarray(p) for p in parts]) if len(parts) > 1 else np.asarray(parts[0])
-
-
-def scalar_summary(name: str, value: float):
-  """A TensorBoard scalar without needing the tensorboard package (``tf.summary.scalar`` does): the same
-  event the scalars plugin reads, written with the plugin's metadata."""
-  from tensorflow.core.framework import summary_pb2  # pylint: disable=g-import-not-at-top
-  metadata = summary_pb2.SummaryMetadata(
-      plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
-      data_class=summary_pb2.DATA_CLASS_SCALAR)
-  tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=metadata.SerializeToString())
-
-
-def _write_metrics(writer, step, metrics):
-  if writer is None or not metrics:
-    return
-  with writer.as_default(step=step):
-    for task, values in metrics.items():
-      for k, v in values.items():
-        if isinstance(v, (int, float)):
-          scalar_summary(f"dev/{task}/{k}", v)

@@ -11,14 +11,15 @@ import collections
 import itertools
 import multiprocessing
 import os
+import queue
 import random
-import shutil
 import sys
 import time
 
-import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
 
-from electra_tf import tokenization
+from electra_tf import runtime, tokenization
 from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
 from electra_tf.pretrain_data import packing
@@ -48,7 +49,6 @@ def _init_worker(vocab_file, do_lower_case, strip_accents, single_thread):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   if single_thread:
     # One process per core: TF's own thread pools would only oversubscribe the cores.
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
   _WORKER["tokenizer"] = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
@@ -162,7 +162,7 @@ def _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
                         "--tfds-name")
 
 
-def _documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds):
+def iter_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds):
   iters = []
   if corpus_dir:
     iters.append(corpus_lib.iter_text_dir(corpus_dir, blanks_separate_docs, stats))
@@ -228,86 +228,79 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
               f"(an extra process pays for its start-up from {min_bytes_per_worker / 2**20:.0f} MiB each)",
               file=sys.stderr)
         num_processes = useful
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
   num_eval_shards = num_eval_shards or max(1, round(num_shards * eval_fraction))
   output_dir = os.path.abspath(output_dir)
-  parent = os.path.dirname(output_dir)
-  os.makedirs(parent, exist_ok=True)
-  tmp_dir = f"{output_dir}.tmp-{os.getpid()}"
-  shutil.rmtree(tmp_dir, ignore_errors=True)
-  os.makedirs(tmp_dir)
   stats = corpus_lib.CorpusStats()
   start = time.time()
   pool = None
   try:
-    writers = {"train": _ShardWriter(tf, tmp_dir, TRAIN_PREFIX, num_shards)}
-    if eval_fraction > 0:
-      writers["eval"] = _ShardWriter(tf, tmp_dir, EVAL_PREFIX, num_eval_shards)
-    chunks = iter_chunks(_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps,
-                                    books_dir, tfds), chunk_chars)
-    tasks = ((i, docs, seed, max_seq_length, eval_fraction) for i, docs in enumerate(chunks))
-    if num_processes == 1:
-      results = (process_chunk(tokenizer, *t) for t in tasks)
-    else:
-      pool = _SharedWork(tokenizer, tasks, num_processes - 1,
-                         (str(vocab_file), do_lower_case, strip_accents, True), parent_takes_chunks)
-      results = pool.results()
-    totals = collections.Counter()
-    bar = _progress_bar(progress)
-    for result in results:
-      for split, writer in writers.items():
-        writer.write(*result.splits[split])
-      totals["pieces"] += result.num_pieces
+    # The old output survives until the new one is complete.
+    with runtime.atomic_directory(output_dir, overwrite=True) as tmp_dir:
+      writers = {"train": _ShardWriter(tf, tmp_dir, TRAIN_PREFIX, num_shards)}
+      if eval_fraction > 0:
+        writers["eval"] = _ShardWriter(tf, tmp_dir, EVAL_PREFIX, num_eval_shards)
+      chunks = iter_chunks(iter_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps,
+                                      books_dir, tfds), chunk_chars)
+      tasks = ((i, docs, seed, max_seq_length, eval_fraction) for i, docs in enumerate(chunks))
+      if num_processes == 1:
+        results = (process_chunk(tokenizer, *t) for t in tasks)
+      else:
+        pool = _SharedWork(tokenizer, tasks, num_processes - 1,
+                           (str(vocab_file), do_lower_case, strip_accents, True), parent_takes_chunks)
+        results = pool.results()
+      totals = collections.Counter()
+      bar = _progress_bar(progress)
+      for result in results:
+        for split, writer in writers.items():
+          writer.write(*result.splits[split])
+        totals["pieces"] += result.num_pieces
+        if bar is not None:
+          bar.update(result.num_pieces)
+          bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
       if bar is not None:
-        bar.update(result.num_pieces)
-        bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
-    if bar is not None:
-      bar.close()
-    for writer in writers.values():
-      writer.close()
-    if pool is not None:
-      pool.close()
-      pool = None
-    if writers["train"].num_examples == 0:
-      where = ", ".join(str(s) if not isinstance(s, dict) else f"tfds {s.get('name')}" for s in sources)
-      raise DataPrepError(f"the corpus ({where}) gave no examples ({stats.files_read} file(s) read, "
-                          f"{len(stats.files_skipped)} skipped); pass UTF-8 text, one sentence per line")
-    if stats.files_skipped:
-      print(f"warning: skipped {len(stats.files_skipped)} file(s) that are binary or not UTF-8: "
-            + "; ".join(stats.files_skipped[:5]) + (" ..." if len(stats.files_skipped) > 5 else ""),
-            file=sys.stderr)
-    elapsed = time.time() - start
-    meta = {
-        "vocab_file": os.path.abspath(str(vocab_file)),
-        "vocab_sha256": tokenization.file_checksum(vocab_file),
-        "vocab_size": len(tokenizer.vocab),
-        "tokenizer": tokenizer.kind,
-        "do_lower_case": tokenizer.do_lower_case,
-        "strip_accents": tokenizer.strip_accents,
-        "max_seq_length": max_seq_length,
-        "blanks_separate_docs": blanks_separate_docs,
-        "seed": seed,
-        "num_word_pieces": totals["pieces"],
-        "num_documents": stats.documents,
-        "num_sentences": stats.sentences,
-        "num_files_read": stats.files_read,
-        "skipped_files": stats.files_skipped,
-        "splits": {
-            split: {"file_pattern": f"{prefix}-*-of-{len(w.names)}", "num_shards": len(w.names),
-                    "num_examples": w.num_examples, "num_tokens": w.num_tokens}
-            for split, w, prefix in [(s, w, TRAIN_PREFIX if s == "train" else EVAL_PREFIX)
-                                     for s, w in writers.items()]},
-        "build_seconds": round(elapsed, 3),
-        "num_processes": num_processes,
-    }
-    metadata_lib.write_metadata(tmp_dir, meta)
-    _replace_dir(tmp_dir, output_dir)
+        bar.close()
+      for writer in writers.values():
+        writer.close()
+      if pool is not None:
+        pool.close()
+        pool = None
+      if writers["train"].num_examples == 0:
+        where = ", ".join(str(s) if not isinstance(s, dict) else f"tfds {s.get('name')}" for s in sources)
+        raise DataPrepError(f"the corpus ({where}) gave no examples ({stats.files_read} file(s) read, "
+                            f"{len(stats.files_skipped)} skipped); pass UTF-8 text, one sentence per line")
+      if stats.files_skipped:
+        print(f"warning: skipped {len(stats.files_skipped)} file(s) that are binary or not UTF-8: "
+              + "; ".join(stats.files_skipped[:5]) + (" ..." if len(stats.files_skipped) > 5 else ""),
+              file=sys.stderr)
+      elapsed = time.time() - start
+      meta = {
+          "vocab_file": os.path.abspath(str(vocab_file)),
+          "vocab_sha256": tokenization.file_checksum(vocab_file),
+          "vocab_size": len(tokenizer.vocab),
+          "tokenizer": tokenizer.kind,
+          "do_lower_case": tokenizer.do_lower_case,
+          "strip_accents": tokenizer.strip_accents,
+          "max_seq_length": max_seq_length,
+          "blanks_separate_docs": blanks_separate_docs,
+          "seed": seed,
+          "num_word_pieces": totals["pieces"],
+          "num_documents": stats.documents,
+          "num_sentences": stats.sentences,
+          "num_files_read": stats.files_read,
+          "skipped_files": stats.files_skipped,
+          "splits": {
+              split: {"file_pattern": f"{prefix}-*-of-{len(w.names)}", "num_shards": len(w.names),
+                      "num_examples": w.num_examples, "num_tokens": w.num_tokens}
+              for split, w, prefix in [(s, w, TRAIN_PREFIX if s == "train" else EVAL_PREFIX)
+                                       for s, w in writers.items()]},
+          "build_seconds": round(elapsed, 3),
+          "num_processes": num_processes,
+      }
+      metadata_lib.write_metadata(tmp_dir, meta)
     return meta
   except BaseException:
     if pool is not None:
       pool.close(terminate=True)
-    shutil.rmtree(tmp_dir, ignore_errors=True)
     raise
 
 
@@ -350,7 +343,6 @@ class _SharedWork:
     done[result.index] = result
 
   def results(self):
-    import queue  # pylint: disable=g-import-not-at-top
     done, submitted, next_index, exhausted = {}, 0, 0, False
     while True:
       while not exhausted and submitted - next_index < self._max_pending:
@@ -397,16 +389,4 @@ class _SharedWork:
 def _progress_bar(enabled):
   if not enabled:
     return None
-  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
   return tqdm(unit="wp", unit_scale=True, desc="word pieces", file=sys.stderr, mininterval=1.0)
-
-
-def _replace_dir(tmp_dir, output_dir):
-  """Swaps the finished temp dir in; the old output survives until the new one is in place."""
-  old = None
-  if os.path.exists(output_dir):
-    old = f"{output_dir}.old-{os.getpid()}"
-    os.rename(output_dir, old)
-  os.rename(tmp_dir, output_dir)
-  if old:
-    shutil.rmtree(old, ignore_errors=True)

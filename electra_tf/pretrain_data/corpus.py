@@ -14,9 +14,11 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+import blingfire
+import mwparserfromhell
+import tensorflow_datasets as tfds
 
-class DataPrepError(ValueError):
-  """Bad input for data prep; the message is one line naming the problem and the fix."""
+from electra_tf.errors import DataPrepError
 
 
 @dataclasses.dataclass
@@ -105,7 +107,6 @@ def iter_text_dir(corpus_dir, blanks_separate_docs=True, stats=None):
 
 def split_sentences(paragraph):
   """One paragraph -> list of sentences (Bling Fire's rule-based splitter: fast, no model download)."""
-  import blingfire  # pylint: disable=g-import-not-at-top
   paragraph = " ".join(paragraph.split())
   if not paragraph:
     return []
@@ -131,7 +132,6 @@ _NON_TEXT_LINK = re.compile(r"^\s*:?\s*(file|image|category|media|wikipedia|wp|t
 def wikitext_to_text(wikitext):
   """Wikitext markup -> plain paragraphs (mwparserfromhell): templates, tables, refs, files, categories
   and headings removed; links keep their visible text."""
-  import mwparserfromhell  # pylint: disable=g-import-not-at-top
   code = mwparserfromhell.parse(wikitext)
   for node in list(code.filter_wikilinks(recursive=False)):
     if _NON_TEXT_LINK.match(str(node.title)):
@@ -227,7 +227,6 @@ def iter_books(books_dir, stats=None):
 def iter_tfds(name, split="train", text_key="text", data_dir=None, download=False, stats=None):
   """Any tensorflow-datasets text set by name: one record = one document (its text split into
   sentences). ``download=False`` by default: prepare the data set beforehand (``tfds build``)."""
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   stats = stats if stats is not None else CorpusStats()
   try:
     ds = tfds.load(name, split=split, data_dir=data_dir, download=download)

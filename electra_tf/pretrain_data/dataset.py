@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from electra_tf.errors import DataPrepError
+
 
 def feature_spec(max_seq_length):
   """The reference's TFRecord features: three int64 lists of length max_seq_length."""
@@ -21,7 +23,7 @@ def list_files(file_patterns):
     if pattern.strip():
       files.extend(sorted(tf.io.gfile.glob(pattern.strip())))
   if not files:
-    raise ValueError(f"no pre-training TFRecords match {','.join(file_patterns)}; build them with "
+    raise DataPrepError(f"no pre-training TFRecords match {','.join(file_patterns)}; build them with "
                      "data_prep/build_pretraining_dataset.py and pass their glob")
   return files
 
@@ -35,7 +37,7 @@ def check_tfrecords(files, max_seq_length):
         tf.io.parse_single_example(record, spec)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
       reason = str(e.message if hasattr(e, "message") else e).splitlines()[0][:160]
-      raise ValueError(f"corrupt or incompatible pre-training TFRecord {path} ({reason}); expected "
+      raise DataPrepError(f"corrupt or incompatible pre-training TFRecord {path} ({reason}); expected "
                        f"int64 features input_ids/input_mask/segment_ids of length {max_seq_length}; "
                        "rebuild with data_prep/build_pretraining_dataset.py") from None
 

@@ -6,6 +6,7 @@ import logging
 import os
 
 from electra_tf import tokenization
+from electra_tf.errors import DataPrepError
 
 METADATA_FILE = "metadata.json"
 FORMAT_VERSION = 1
@@ -37,7 +38,7 @@ def read_metadata(data_dir_or_glob):
     with open(path, encoding="utf-8") as f:
       return json.load(f)
   except (OSError, ValueError) as e:
-    raise ValueError(f"pre-training data metadata {path} is unreadable ({e}); rebuild the data with "
+    raise DataPrepError(f"pre-training data metadata {path} is unreadable ({e}); rebuild the data with "
                      "data_prep/build_pretraining_dataset.py") from None
 
 
@@ -66,25 +67,25 @@ def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, 
     msg = (f"no {METADATA_FILE} in {where}: cannot check vocab, casing and max_seq_length; "
            "build the data with data_prep/build_pretraining_dataset.py")
     if require:
-      raise ValueError(msg)
+      raise DataPrepError(msg)
     logging.warning(msg)
     return None
   fix = "rebuild the data with data_prep/build_pretraining_dataset.py or change the pre-training config"
   if int(meta["max_seq_length"]) != int(max_seq_length):
-    raise ValueError(f"pre-training data in {where} has max_seq_length {meta['max_seq_length']} but the "
+    raise DataPrepError(f"pre-training data in {where} has max_seq_length {meta['max_seq_length']} but the "
                      f"config has {max_seq_length}; {fix}")
   if not os.path.isfile(str(vocab_file)):
-    raise ValueError(f"vocab file {vocab_file} not found; pass the vocab the data in {where} was built "
+    raise DataPrepError(f"vocab file {vocab_file} not found; pass the vocab the data in {where} was built "
                      f"with ({meta.get('vocab_file')})")
   checksum = tokenization.file_checksum(vocab_file)
   if checksum != meta["vocab_sha256"]:
-    raise ValueError(f"vocab {vocab_file} differs from the one the data in {where} was built with "
+    raise DataPrepError(f"vocab {vocab_file} differs from the one the data in {where} was built with "
                      f"({meta.get('vocab_file')}, sha256 {meta['vocab_sha256'][:12]}...); {fix}")
   if bool(meta["do_lower_case"]) != bool(do_lower_case):
-    raise ValueError(f"pre-training data in {where} was built with do_lower_case={meta['do_lower_case']}"
+    raise DataPrepError(f"pre-training data in {where} was built with do_lower_case={meta['do_lower_case']}"
                      f" but the config has do_lower_case={bool(do_lower_case)}; {fix}")
   strip = bool(do_lower_case) if strip_accents is None else bool(strip_accents)
   if "strip_accents" in meta and bool(meta["strip_accents"]) != strip:
-    raise ValueError(f"pre-training data in {where} was built with strip_accents={meta['strip_accents']}"
+    raise DataPrepError(f"pre-training data in {where} was built with strip_accents={meta['strip_accents']}"
                      f" but the config has strip_accents={strip}; {fix}")
   return meta

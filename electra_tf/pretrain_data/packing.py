@@ -9,6 +9,8 @@ import random
 
 import numpy as np
 
+from electra_tf.errors import DataPrepError
+
 
 class ExampleBuilder:
   """Accumulates sentences (lists of token ids) until ``target_length`` and emits examples.
@@ -19,7 +21,7 @@ class ExampleBuilder:
 
   def __init__(self, max_length, cls_id, sep_id, rng=None):
     if max_length < 5:
-      raise ValueError(f"max_seq_length is {max_length}; it must be at least 5 "
+      raise DataPrepError(f"max_seq_length is {max_length}; it must be at least 5 "
                        "([CLS] A [SEP] B [SEP] and the reference's randint(5, max_seq_length))")
     self._max_length = max_length
     self._cls = cls_id

@@ -6,6 +6,10 @@ Special tokens go where the reference (BERT's vocab.txt) has them: [PAD]=0, [unu
 
 import os
 
+import sentencepiece as spm
+import tensorflow as tf
+from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+
 from electra_tf import tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
 
@@ -23,8 +27,6 @@ def _sentences(documents):
 def learn_wordpiece_vocab(documents, output_file, vocab_size=30522, do_lower_case=True,
                           strip_accents=None, max_sentences=None):
   """Learns a WordPiece vocab with the reference's special-token places; returns its size."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset  # pylint: disable=g-import-not-at-top
 
   # Pre-tokenize exactly as the reference tokenizer will (cleaning, CJK, casing, punctuation).
   basic = tokenization.BasicTokenizer(do_lower_case, strip_accents)
@@ -50,7 +52,6 @@ def learn_wordpiece_vocab(documents, output_file, vocab_size=30522, do_lower_cas
 def learn_sentencepiece_model(documents, model_prefix, vocab_size=32000, do_lower_case=False,
                               model_type="unigram", max_sentences=None):
   """Trains ``{model_prefix}.model``; returns its path. Special tokens at the reference's ids."""
-  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
 
   def sentences():
     for i, s in enumerate(_sentences(documents)):

@@ -8,10 +8,13 @@
 - ``scatter_update`` ignores position 0 and averages duplicate updates (floordiv for ids).
 """
 
+import os
 import typing
 
 import tensorflow as tf
 
+from electra_tf import tokenization
+from electra_tf.errors import PretrainingError, VocabError
 from electra_tf.pretraining import random_ops
 
 MASK_FRACTION = 0.85  # of the chosen positions; the rest keep the original token
@@ -27,8 +30,23 @@ class SpecialIds(typing.NamedTuple):
   def from_vocab(cls, vocab: typing.Mapping[str, int]) -> "SpecialIds":
     missing = [t for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]") if t not in vocab]
     if missing:
-      raise ValueError(f"vocabulary lacks {', '.join(missing)}; ELECTRA's masking needs them")
+      raise VocabError(f"vocabulary lacks {', '.join(missing)}; ELECTRA's masking needs them")
     return cls(vocab["[PAD]"], vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"])
+
+  @classmethod
+  def from_vocab_file(cls, vocab_file: str, vocab_size: int) -> "SpecialIds":
+    """Reads the vocab a pre-training run names and checks it fits ``vocab_size``; PretrainingError else."""
+    if not os.path.isfile(vocab_file):
+      raise PretrainingError(f"vocab file {vocab_file} not found; put the vocab the data was built with "
+                             "there or pass {\"vocab_file\": ...} in --hparams")
+    vocab = tokenization.load_vocab(vocab_file)
+    if len(vocab) > vocab_size:
+      raise PretrainingError(f"vocab {vocab_file} has {len(vocab)} tokens but vocab_size is "
+                             f"{vocab_size}; set {{\"vocab_size\": {len(vocab)}}} in --hparams")
+    try:
+      return cls.from_vocab(vocab)
+    except VocabError as e:
+      raise PretrainingError(f"{vocab_file}: {e}") from None
 
 
 class MaskedInputs(typing.NamedTuple):

@@ -19,7 +19,7 @@ import tensorflow as tf
 from electra_tf.checkpoint_names import reference_variables
 from electra_tf.configs import PretrainingConfig
 from electra_tf.modeling import build_pretraining_networks, derive_seed
-from electra_tf.pretraining import masking, sampling
+from electra_tf.pretraining import evaluation, masking, sampling
 
 # The reference's 1e-6 added to every loss denominator.
 EPS = 1e-6
@@ -154,7 +154,32 @@ def train_metric_sums(out: dict) -> dict:
     sums["disc_correct"] = tf.reduce_sum(m * tf.cast(tf.equal(out["disc_labels"], out["disc_preds"]),
                                                      tf.float32))
     sums["disc_count"] = tf.reduce_sum(m)
+    labels = tf.cast(out["disc_labels"], tf.float32)
+    sums["recall_correct"] = tf.reduce_sum(m * labels * tf.cast(out["disc_preds"], tf.float32))
+    sums["recall_count"] = tf.reduce_sum(m * labels)
+    sums.update(evaluation.auc_histograms(out["disc_probs"], labels, m, "auc_real"))
   return sums
+
+
+def train_log_keys(model: PretrainingModel) -> typing.List[str]:
+  """The per-step values the training loop sums: losses, ``train_metric_sums`` and the gradient norm."""
+  keys = loss_names(model) + ["mlm_correct", "mlm_count", "grad_norm"]
+  if model.has_discriminator:
+    keys += ["disc_correct", "disc_count", "recall_correct", "recall_count", "auc_real_pos", "auc_real_neg"]
+  return keys
+
+
+def train_log_values(totals: typing.Mapping[str, typing.Any], steps: int, model: PretrainingModel) -> dict:
+  """Logged values (Python floats) from ``steps`` steps of summed ``train_log_keys``: mean losses and
+  gradient norm, MLM accuracy, and the discriminator's accuracy, recall and real-token AUC."""
+  ratio = lambda a, b: float(totals[a]) / max(float(totals[b]), 1.0)
+  values = {k: float(totals[k]) / steps for k in loss_names(model) + ["grad_norm"]}
+  values["mlm_accuracy"] = ratio("mlm_correct", "mlm_count")
+  if model.has_discriminator:
+    values["disc_accuracy"] = ratio("disc_correct", "disc_count")
+    values["disc_recall"] = ratio("recall_correct", "recall_count")
+    values["disc_auc_real"] = evaluation.auc_from_histograms(totals["auc_real_pos"], totals["auc_real_neg"])
+  return values
 
 
 def loss_names(model: PretrainingModel) -> typing.List[str]:

@@ -16,17 +16,21 @@ Signatures (``serving_default``):
   One window per question: contexts longer than ``max_seq_length`` are truncated (no doc stride).
 """
 
-import os
 import types
 import typing
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_text as tf_text
 
+from electra_tf import runtime
 from electra_tf.configs import FinetuningConfig
-from electra_tf.convert.architecture import ConversionError
-from electra_tf.convert.checkpoints import VOCAB_FILE, atomic_directory, check_vocab, read_source
+from electra_tf.errors import ConversionError
+from electra_tf.convert.checkpoints import VOCAB_FILE, check_vocab, read_source
 from electra_tf.convert.loading import load_pretrained_weights
+from electra_tf.finetuning.model import FinetuningModel
+from electra_tf.finetuning.tasks import TASKS
+from electra_tf.tokenization import FullTokenizer, load_vocab
 
 SERVABLE_HEADS = ("classification", "regression", "qa")
 
@@ -52,10 +56,6 @@ def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]
 
 
 def _registry_class(task_name: str):
-  try:
-    from electra_tf.finetuning.tasks import TASKS  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    return None
   return TASKS.get(task_name)
 
 
@@ -81,7 +81,6 @@ def task_defaults(task_name: str, head_type: str, num_outputs: int, config: Fine
 def build_finetuned_model(path: str, task: typing.Optional[str] = None, **config_overrides):
   """(``FinetuningModel`` with the checkpoint's weights, its one task's info, the ``Source``) for a
   fine-tuned checkpoint in any format that holds ``task_specific/<task>/`` weights."""
-  from electra_tf.finetuning.model import FinetuningModel  # pylint: disable=g-import-not-at-top
   source = read_source(path)
   heads = task_heads(source.extra)
   if not heads:
@@ -116,13 +115,11 @@ def make_tokenizer(vocab_file: str, do_lower_case: bool):
   Prefers the project's tensorflow-text path (reference-exact normalisation); falls back to tf-text's
   ``BertTokenizer`` (differs from the reference on control characters and some CJK/accents)."""
   try:
-    from electra_tf.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
     tokenizer = FullTokenizer(vocab_file, do_lower_case)
     if hasattr(tokenizer, "tf_tokenize"):
       return tokenizer.tf_tokenize, tokenizer
   except ImportError:
     pass
-  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
   with open(vocab_file, encoding="utf-8") as f:
     vocab = [line.strip() for line in f]
   table = tf.lookup.StaticVocabularyTable(
@@ -189,7 +186,6 @@ class ServingModule(tf.Module):
   def __init__(self, model, info: dict, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                config: FinetuningConfig):
     super().__init__(name="electra_serving")
-    from electra_tf.tokenization import load_vocab  # pylint: disable=g-import-not-at-top
     vocab = load_vocab(vocab_file)
     # A closure, not an attribute: tracking the Keras model would make tf.saved_model trace Keras's own
     # serving function for it, which expects a single tensor input.
@@ -298,7 +294,7 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
   config = FinetuningConfig.create(task_names=[info["name"]])
   seq = max_seq_length or config.max_seq_length
   module = ServingModule(model, info, vocab_file, lower, seq, config)
-  with atomic_directory(out_dir, overwrite) as tmp:
+  with runtime.atomic_directory(out_dir, overwrite) as tmp:
     tf.saved_model.save(module, tmp, signatures=module.signatures())
   info.update(do_lower_case=lower, max_seq_length=seq)
   return info

@@ -3,9 +3,8 @@
 import os
 import pathlib
 
+from conftest import TINY_MODEL
 from electra_tf.configs import FinetuningConfig
-
-TINY_MODEL = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
 
 
 def tiny_config(data_dir, tasks, vocab_file, **overrides):

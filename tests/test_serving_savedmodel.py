@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from electra_tf.configs import FinetuningConfig, ModelConfig
 from electra_tf.convert import write_tf1
-from electra_tf.convert.savedmodel import export_savedmodel, truncate_pair_lengths
+from electra_tf.serving.savedmodel import export_savedmodel, truncate_pair_lengths
 from electra_tf.finetuning.base import truncate_seq_pair
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.tokenization import FullTokenizer

@@ -1,0 +1,90 @@
+"""Builds ELECTRA pre-training TFRecords from raw text (flags as the reference's script; see docs/data.md).
+
+  python data_prep/build_pretraining_dataset.py --corpus-dir corpus/ --vocab-file vocab.txt \
+      --output-dir pretrain_tfrecords --num-processes 2 --num-shards 64 --eval-fraction 0.01
+
+With no corpus, vocab or output arguments it builds the embedded sample setup (./sample_run: IMDB
+reviews, a learned 8k vocab) so the command can be tried alone.
+"""
+
+import argparse
+
+from electra_tf.cli import common
+from electra_tf.errors import DataPrepError
+from electra_tf.pretrain_data import build
+
+
+def parse_args(argv=None):
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  src = p.add_argument_group("corpus sources (any combination)")
+  src.add_argument("--corpus-dir", help="directory of text files: one sentence per line, blank line "
+                   "between documents (.gz/.bz2 allowed)")
+  src.add_argument("--wikipedia-dump", action="append", default=[],
+                   help="MediaWiki pages-articles .xml or .xml.bz2 (repeatable)")
+  src.add_argument("--books-dir", help="directory of books, one book per text file")
+  src.add_argument("--tfds-name", help="tensorflow-datasets text set, e.g. wikipedia/20230601.en")
+  src.add_argument("--tfds-split", default="train")
+  src.add_argument("--tfds-text-key", default="text")
+  src.add_argument("--tfds-data-dir", default=None)
+  src.add_argument("--tfds-download", action="store_true", help="let tfds download and prepare it")
+  p.add_argument("--vocab-file", help="WordPiece vocab.txt or SentencePiece .model")
+  p.add_argument("--output-dir", help="where the TFRecords and metadata.json go")
+  p.add_argument("--max-seq-length", type=int, default=128)
+  p.add_argument("--num-processes", type=int, default=1)
+  p.add_argument("--blanks-separate-docs", action=argparse.BooleanOptionalAction, default=True,
+                 help="a blank line ends a document (default; the reference's flag)")
+  p.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=True,
+                 help="lowercase (default); --no-lower-case for cased vocabs")
+  p.add_argument("--no-lower-case", dest="do_lower_case", action="store_false", help=argparse.SUPPRESS)
+  p.add_argument("--do-strip-accents", dest="strip_accents", action=argparse.BooleanOptionalAction,
+                 default=None, help="strip accents (default: when lowercasing, as the reference)")
+  p.add_argument("--no-strip-accents", dest="strip_accents", action="store_false",
+                 help=argparse.SUPPRESS)
+  p.add_argument("--seed", type=int, default=0, help="same seed -> same output files")
+  p.add_argument("--num-shards", type=int, default=1000, help="training shards (reference: 1000)")
+  p.add_argument("--eval-fraction", type=float, default=0.0,
+                 help="fraction of documents held out as pretrain_eval.tfrecord-*")
+  p.add_argument("--num-eval-shards", type=int, default=None)
+  p.add_argument("--no-progress", dest="progress", action="store_false")
+  return p.parse_args(argv)
+
+
+def _use_sample_setup_if_no_data(args):
+  """No data arguments at all: the embedded sample setup. Some but not all: say what is missing."""
+  sources = args.corpus_dir or args.wikipedia_dump or args.books_dir or args.tfds_name
+  if not (sources or args.vocab_file or args.output_dir):
+    sample = common.sample_setup(build_records=False)
+    args.corpus_dir, args.vocab_file = str(sample.root / "corpus"), str(sample.vocab_file)
+    args.output_dir = str(sample.root / "pretrain_tfrecords")
+    if args.num_shards == 1000:  # the reference's 1000 shards are far too many for a small corpus
+      args.num_shards = 8
+    return
+  missing = [flag for flag, value in (("--vocab-file", args.vocab_file), ("--output-dir", args.output_dir))
+             if not value]
+  if missing:
+    raise DataPrepError(f"{' and '.join(missing)} required (or give no data arguments to build the sample "
+                        "setup)")
+
+
+def _run(args):
+  _use_sample_setup_if_no_data(args)
+  tfds = None
+  if args.tfds_name:
+    tfds = dict(name=args.tfds_name, split=args.tfds_split, text_key=args.tfds_text_key,
+                data_dir=args.tfds_data_dir, download=args.tfds_download)
+  meta = build.build_pretraining_dataset(
+      args.output_dir, args.vocab_file, corpus_dir=args.corpus_dir,
+      wikipedia_dumps=args.wikipedia_dump, books_dir=args.books_dir, tfds=tfds,
+      max_seq_length=args.max_seq_length, num_processes=args.num_processes,
+      blanks_separate_docs=args.blanks_separate_docs, do_lower_case=args.do_lower_case,
+      strip_accents=args.strip_accents, seed=args.seed, num_shards=args.num_shards,
+      eval_fraction=args.eval_fraction, num_eval_shards=args.num_eval_shards,
+      progress=args.progress)
+  splits = ", ".join(f"{s}: {v['num_examples']} examples" for s, v in meta["splits"].items())
+  print(f"wrote {args.output_dir} ({splits}; {meta['num_word_pieces']} word pieces in "
+        f"{meta['build_seconds']:.1f} s)")
+
+
+def main(argv=None) -> int:
+  args = parse_args(argv)
+  return common.run_cli(lambda: _run(args))

@@ -1,0 +1,45 @@
+"""What every command line shares: one place that turns expected failures into one line, and the sample
+setup a command uses when given no data arguments."""
+
+import pathlib
+import sys
+import typing
+
+from electra_tf import presets, sample_data
+from electra_tf.errors import ElectraError
+
+
+def run_cli(main: typing.Callable[[], typing.Any]) -> int:
+  """Runs ``main()`` and returns the exit status: 0, or 2 when an ``ElectraError`` or a file-system error
+  became ``error: <first line>`` on stderr (anything else is a bug and keeps its traceback)."""
+  try:
+    main()
+    return 0
+  except (ElectraError, OSError) as e:
+    text = str(e).strip()
+    print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
+    return 2
+
+
+class SampleSetup(typing.NamedTuple):
+  """The embedded sample data, for a command given no data arguments (``--data-dir`` etc.)."""
+  root: pathlib.Path
+  vocab_file: pathlib.Path
+  model_name: str
+
+  @property
+  def vocab_size(self) -> int:
+    return sample_data.vocab_size_of(self.vocab_file)
+
+  def pretraining_hparams(self) -> dict:
+    return presets.sample_pretraining_hparams(self.vocab_size)
+
+  def finetuning_hparams(self) -> dict:
+    return presets.sample_finetuning_hparams(self.vocab_size)
+
+
+def sample_setup(build_records: bool) -> SampleSetup:
+  """Prepares ``./sample_run`` (or ``$ELECTRA_TF_SAMPLE_DIR``) once: text, a vocab and, with
+  ``build_records``, the pre-training TFRecords."""
+  root = sample_data.ensure_sample_setup(build_records=build_records)
+  return SampleSetup(root, root / "vocab.txt", presets.SAMPLE_MODEL_NAME)

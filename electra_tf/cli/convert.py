@@ -1,0 +1,180 @@
+"""``python -m electra_tf.convert {inspect, import-tf1, import-hf, export-tf1, export-hf, export-savedmodel}``.
+
+Every input may be a reference TF1 checkpoint (prefix, ``.index`` or directory), this project's model
+directory, or a Hugging Face directory; the format is detected. Outputs are written to a temporary
+directory beside the destination and renamed into place. Bad input prints one ``error: ...`` line to
+stderr and exits with status 2. See ``docs/interop.md``.
+"""
+
+import argparse
+import json
+import os
+
+from electra_tf.cli import common
+from electra_tf.configs import FinetuningConfig
+from electra_tf.convert import checkpoints as ckpt
+from electra_tf.convert import hf_heads, hf_mapping
+from electra_tf.errors import ConversionError
+from electra_tf.serving import savedmodel
+
+
+def _continue_hint(out: str, arch) -> str:
+  hparams = dict(init_checkpoint=os.path.abspath(out), num_train_steps=10000, learning_rate=2e-4,
+                 num_warmup_steps=0)
+  if arch.size_name == "small++":
+    hparams["generator_hidden_size"] = 1.0
+  return ("continue pre-training (weights only; fresh optimizer and step) with e.g. --hparams '"
+          + json.dumps(hparams) + "' plus the hparams above; fine-tune with --init-checkpoint " + out)
+
+
+def cmd_inspect(args, log):
+  source = ckpt.read_source(args.path, args.generator)
+  log(f"format: {source.format} ({source.path})")
+  log(source.architecture.describe())
+  log(f"pre-training hparams: {json.dumps(source.architecture.pretraining_hparams(), sort_keys=True)}")
+  log(f"weights: {len(source.arrays)} pre-training, {len(source.extra)} task-specific; "
+      f"ignored: {len(source.ignored)}" + (" (optimizer slots etc.)" if source.ignored else ""))
+  for task, info in sorted(savedmodel.task_heads(source.extra).items()):
+    log(f"fine-tuned head: {task} ({info['type']}, {info['num_outputs'] or '-'} outputs)")
+  if source.global_step is not None:
+    log(f"global_step: {source.global_step}")
+  log(f"vocab: {source.vocab_file or 'none found'}")
+
+
+def _import(args, log, generator=None):
+  source = ckpt.read_source(args.path, generator)
+  if args.vocab:
+    source.vocab_file = args.vocab
+  if args.lower_case is not None:
+    source.do_lower_case = args.lower_case
+  ckpt.write_model_dir(args.output, source, args.overwrite)
+  arch = source.architecture
+  log(arch.describe())
+  if arch.size_name == "small++":
+    log("note: the released ELECTRA-Small's generator is as wide as the discriminator (generator_hidden_size "
+        "1.0, google-research/electra issue #39)")
+  log(f"pre-training hparams: {json.dumps(arch.pretraining_hparams(), sort_keys=True)}")
+  if source.vocab_file is None:
+    log("warning: no vocab.txt found beside the checkpoint; pass --vocab to bundle it")
+  log(f"wrote {args.output}")
+  log(_continue_hint(args.output, arch))
+
+
+def cmd_import_tf1(args, log):
+  fmt, _ = ckpt.detect_format(args.path)
+  if fmt != ckpt.TF1:
+    raise ConversionError(f"{args.path} is a {fmt} checkpoint, not a reference TF1 one "
+                               "(use import-hf for Hugging Face directories)")
+  _import(args, log)
+
+
+def cmd_import_hf(args, log):
+  fmt, _ = ckpt.detect_format(args.path)
+  if fmt != ckpt.HF:
+    raise ConversionError(f"{args.path} is not a Hugging Face directory (config.json + model.safetensors)")
+  _import(args, log, args.generator)
+
+
+def cmd_export_tf1(args, log):
+  source = ckpt.read_source(args.path)
+  vocab = args.vocab or source.vocab_file
+  ckpt.check_vocab(vocab, source.architecture)
+  prefix = ckpt.write_tf1(args.output, {**source.arrays, **source.extra}, source.global_step or 0, vocab,
+                          args.overwrite)
+  log(f"wrote {prefix} ({len(source.arrays) + len(source.extra)} variables + global_step, no optimizer slots)")
+
+
+def cmd_export_hf(args, log):
+  source = ckpt.read_source(args.path)
+  if args.vocab:
+    source.vocab_file = args.vocab
+  arch, what = source.architecture, args.what
+  heads = savedmodel.task_heads(source.extra)
+  if what == "auto":
+    what = "task" if heads and not arch.has_discriminator_head else "both"
+  if what == "task":
+    if not heads:
+      raise ConversionError(f"{args.path} holds no fine-tuned head (task_specific/<task>/...)")
+    task = args.task or (next(iter(heads)) if len(heads) == 1 else None)
+    if task not in heads:
+      raise ConversionError(f"choose a task with --task ({', '.join(sorted(heads))})")
+    info = dict(name=task, **heads[task])
+    info.update(savedmodel.task_defaults(task, info["type"], info["num_outputs"] or 1,
+                                         FinetuningConfig.create(task_names=[task])))
+    state, config, note = hf_heads.hf_task_model(source, task, info)
+    ckpt.write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state, config=config)
+    log(f"wrote {args.output}: {note}")
+    return
+  if what == "encoder":
+    state = {k: v for k, v in hf_mapping.to_hf_state_dict(source.arrays, hf_mapping.DISCRIMINATOR).items()
+             if k.startswith("electra.")}
+    ckpt.write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state,
+                  config=ckpt.hf_config(arch.discriminator, "ElectraModel"))
+    log(f"wrote {args.output} (ElectraModel: the encoder only)")
+    return
+  targets = {"discriminator": [hf_mapping.DISCRIMINATOR], "generator": [hf_mapping.GENERATOR],
+             "both": [hf_mapping.DISCRIMINATOR, hf_mapping.GENERATOR]}[what]
+  if what == "both" and arch.generator is None:
+    targets = [hf_mapping.DISCRIMINATOR]
+    log("note: no generator weights in the source; exporting the discriminator only")
+  for target in targets:
+    out = os.path.join(args.output, target) if what == "both" else args.output
+    ckpt.write_hf(out, source, target, args.overwrite)
+    cls = "ElectraForPreTraining" if target == hf_mapping.DISCRIMINATOR else "ElectraForMaskedLM"
+    cfg = arch.discriminator if target == hf_mapping.DISCRIMINATOR else arch.generator
+    log(f"wrote {out} ({cls}, L={cfg.num_hidden_layers} H={cfg.hidden_size} E={cfg.embedding_size})")
+
+
+def cmd_export_savedmodel(args, log):
+  labels = [l.strip() for l in args.labels.split(",")] if args.labels else None
+  info = savedmodel.export_savedmodel(args.path, args.output, args.task, args.vocab, args.lower_case, args.max_seq_length,
+                           labels, args.overwrite)
+  inputs = "question, context" if info["type"] == "qa" else ("text, text_pair" if info["pair"] else "text")
+  log(f"wrote {args.output}: task {info['name']} ({info['type']}), serving_default({inputs}) on raw strings, "
+      f"max_seq_length {info['max_seq_length']}, lower_case {info['do_lower_case']}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(prog="python -m electra_tf.convert", description=__doc__.split("\n\n")[0])
+  sub = parser.add_subparsers(dest="command", required=True)
+
+  def add(name, fn, help_, output=True):
+    p = sub.add_parser(name, help=help_, description=help_)
+    p.add_argument("path", help="input checkpoint or directory")
+    if output:
+      p.add_argument("--output", "-o", required=True, help="destination directory")
+      p.add_argument("--overwrite", action="store_true", help="replace an existing destination")
+    p.set_defaults(fn=fn)
+    return p
+
+  def casing(p):
+    p.add_argument("--vocab", help="vocab.txt (default: the one beside the input)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--lower-case", dest="lower_case", action="store_true", default=None,
+                   help="the model is uncased (the released models are)")
+    g.add_argument("--no-lower-case", dest="lower_case", action="store_false", help="the model is cased")
+
+  p = add("inspect", cmd_inspect, "say what a checkpoint holds (format, sizes, heads, step)", output=False)
+  p.add_argument("--generator", help="a Hugging Face generator directory to read with the discriminator")
+  casing(add("import-tf1", cmd_import_tf1, "reference / Google-released TF1 checkpoint -> model directory"))
+  p = add("import-hf", cmd_import_hf, "Hugging Face discriminator (+ --generator) -> model directory")
+  p.add_argument("--generator", help="the matching ElectraForMaskedLM directory")
+  casing(p)
+  p = add("export-tf1", cmd_export_tf1, "any input -> the reference's TF1 layout (model.ckpt-<step>)")
+  p.add_argument("--vocab", help="vocab.txt to copy beside the checkpoint")
+  p = add("export-hf", cmd_export_hf, "any input -> Hugging Face config.json + model.safetensors")
+  p.add_argument("--what", default="auto", choices=("auto", "both", "discriminator", "generator", "encoder", "task"),
+                 help="auto: a fine-tuned task head if there is one, else discriminator/ and generator/")
+  p.add_argument("--task", help="which fine-tuned task (when the checkpoint holds several)")
+  p.add_argument("--vocab", help="vocab.txt to bundle (default: the one beside the input)")
+  p = add("export-savedmodel", cmd_export_savedmodel, "fine-tuned classifier/QA -> SavedModel serving raw strings")
+  p.add_argument("--task", help="which fine-tuned task (when the checkpoint holds several)")
+  p.add_argument("--max-seq-length", type=int, help="default: the task's (128; 512 for QA)")
+  p.add_argument("--labels", help="comma-separated label names (default: the task's label list)")
+  casing(p)
+  return parser
+
+
+def main(argv=None) -> int:
+  args = build_parser().parse_args(argv)
+  return common.run_cli(lambda: args.fn(args, lambda msg: print(msg, flush=True)))

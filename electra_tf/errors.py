@@ -1,0 +1,47 @@
+"""The errors a user can cause, all under one base class.
+
+Every command line catches ``ElectraError`` in one place (``electra_tf.cli.common.run_cli``) and prints
+its message as one line with exit status 2, so each message names the problem and the fix. Anything else
+that escapes is a bug in electra-tf and keeps its traceback.
+"""
+
+
+class ElectraError(Exception):
+  """A failure the user can fix (bad flags, data, paths or checkpoints); the message says how."""
+
+
+class HParamError(ElectraError, ValueError):
+  """An unknown, mistyped or out-of-range hparam."""
+
+
+class VocabError(ElectraError, ValueError):
+  """A vocabulary file that is missing, unreadable or lacks ELECTRA's special tokens."""
+
+
+class DataPrepError(ElectraError, ValueError):
+  """A corpus, vocab or output directory that data preparation cannot use."""
+
+
+class PretrainingError(ElectraError, RuntimeError):
+  """A pre-training run cannot start or continue (bad data, vocab mismatch, NaN loss)."""
+
+
+class ConversionError(ElectraError, ValueError):
+  """A checkpoint that cannot be read, recognised or written in the requested format."""
+
+
+class SampleDataError(ElectraError, RuntimeError):
+  """The embedded sample data cannot be prepared (the package is missing or its file is unreadable)."""
+
+
+class OutputExistsError(ElectraError, FileExistsError):
+  """An output that exists already and would be replaced without ``--overwrite``."""
+
+
+class DataError(ElectraError, ValueError):
+  """A malformed fine-tuning data file: names the file, the line (if known) and the problem."""
+
+  def __init__(self, path: str, line, message: str):
+    where = f"{path}:{line}" if line else str(path)
+    super().__init__(f"{where}: {message}")
+    self.path, self.line = path, line

@@ -1,0 +1,88 @@
+"""The pre-training job's inputs: data checks, training and held-out files, the distributed input pipeline.
+
+``make_dataset_fn`` gives every replica its rows of the same deterministic stream of *global* batches, so
+a run on any topology sees the examples one device would, and a resumed run replays and skips the batches
+it has done (tf.data distributed iterators cannot be checkpointed).
+"""
+
+import logging
+import os
+import typing
+
+import tensorflow as tf
+
+from electra_tf.configs import PretrainingConfig
+from electra_tf.errors import DataPrepError, PretrainingError
+from electra_tf.pretrain_data import dataset, metadata
+
+log = logging.getLogger("electra_tf.pretraining")
+
+HELDOUT_GLOB = "pretrain_eval.tfrecord*"
+
+
+def check_data(cfg: PretrainingConfig) -> typing.List[str]:
+  """The TFRecords exist and were built with this vocab, casing and max_seq_length; returns the files."""
+  try:
+    files = dataset.list_files(cfg.pretrain_tfrecords)
+  except DataPrepError:
+    raise PretrainingError(f"no pre-training data matches {cfg.pretrain_tfrecords}; build it with "
+                           "data_prep/build_pretraining_dataset.py --output-dir <data-dir>/pretrain_tfrecords "
+                           "or pass --data-dir") from None
+  try:
+    metadata.check_metadata(cfg.pretrain_tfrecords, cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length)
+  except DataPrepError as e:
+    raise PretrainingError(str(e)) from None
+  return files
+
+
+def _heldout_dir(cfg: PretrainingConfig) -> str:
+  return os.path.dirname(cfg.pretrain_tfrecords.split(",")[0])
+
+
+def heldout_patterns(cfg: PretrainingConfig) -> str:
+  """Evaluation files: the held-out ``pretrain_eval.tfrecord*`` that build_pretraining_dataset.py writes
+  with ``--eval-fraction`` beside the training files, else the training files themselves (what the
+  reference does; it has no held-out set)."""
+  pattern = os.path.join(_heldout_dir(cfg), HELDOUT_GLOB)
+  if tf.io.gfile.glob(pattern):
+    return pattern
+  log.warning("no held-out split next to %s: evaluating on the training files, as the reference does",
+              cfg.pretrain_tfrecords.split(",")[0])
+  return cfg.pretrain_tfrecords
+
+
+def train_files(cfg: PretrainingConfig) -> typing.List[str]:
+  """The files ``pretrain_tfrecords`` matches, minus the held-out split a broad glob may also match."""
+  heldout = set(tf.io.gfile.glob(os.path.join(_heldout_dir(cfg), HELDOUT_GLOB)))
+  files = [f for f in dataset.list_files(cfg.pretrain_tfrecords) if f not in heldout]
+  if not files:
+    raise PretrainingError(f"{cfg.pretrain_tfrecords} matches only the held-out split; point "
+                           "pretrain_tfrecords at the training files (pretrain_data.tfrecord*)")
+  return files
+
+
+def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: int, start_batch: int = 0):
+  """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``.
+
+  Every input pipeline reads the same deterministic stream of *global* batches and keeps its rows, then
+  splits them into consecutive per-replica batches, so replica r of the whole job gets rows
+  [r * b, (r + 1) * b) of each global batch: the same examples as one device, in any topology.
+  ``start_batch``: global batches to skip (the input position of a resumed run: one batch per step).
+  """
+
+  def dataset_fn(ctx: tf.distribute.InputContext):
+    per_replica = ctx.get_per_replica_batch_size(global_batch)
+    per_pipeline = global_batch // ctx.num_input_pipelines
+    ds = dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch,
+                                     is_training=False,  # deterministic order: exact resume and replays
+                                     seed=seed, check_files=False)
+    if start_batch:
+      ds = ds.skip(start_batch)
+    if ctx.num_input_pipelines > 1:
+      lo = ctx.input_pipeline_id * per_pipeline
+      ds = ds.map(lambda f: {k: v[lo:lo + per_pipeline] for k, v in f.items()})
+    if per_replica != per_pipeline:
+      ds = ds.rebatch(per_replica)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+  return dataset_fn

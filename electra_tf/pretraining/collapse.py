@@ -1,0 +1,62 @@
+"""Detects the constant-discriminator state while pre-training runs.
+
+A run whose peak learning rate is too hot for its warmup and length (typically a short run with the
+reference's AdamW, whose missing bias correction multiplies the first hundreds of updates by up to 6.6x)
+can settle on "every token is original": replaced-token recall near 0, a real-token AUC near 0.5, and
+nearly identical final token vectors. Fine-tuning from that state is worse than from random weights. The
+loss still looks plausible (it is the entropy of the replacement rate), and the reference's ``disc_auc``
+reads about 0.63 because it counts padding as certain negatives, so nothing else flags it.
+
+``CollapseGuard.update`` sees each training log window (``disc_recall`` and ``disc_auc_real`` averaged over
+the loop) and reports once the state has held for ``window_steps`` steps after ``start_step``.
+"""
+
+import dataclasses
+import typing
+
+RECALL_MAX = 0.05
+AUC_REAL_MAX = 0.6
+
+
+@dataclasses.dataclass
+class CollapseGuard:
+  """``start_step``: first step judged (the end of warmup); ``window_steps``: how long the state must last."""
+  start_step: int
+  window_steps: int
+  recall_max: float = RECALL_MAX
+  auc_real_max: float = AUC_REAL_MAX
+  _onset: typing.Optional[int] = None
+  _last_step: int = 0
+  reported: bool = False
+
+  @classmethod
+  def for_run(cls, num_train_steps: int, num_warmup_steps: int) -> "CollapseGuard":
+    """Judged from the end of warmup (at least a tenth of the run); the state must last a tenth of the run,
+    at least 50 and at most 1,000 steps."""
+    start = max(num_warmup_steps, num_train_steps // 10)
+    return cls(start_step=start, window_steps=min(1000, max(50, num_train_steps // 10)))
+
+  def update(self, step: int, values: typing.Mapping[str, float]) -> typing.Optional[str]:
+    """Takes the window that ended at ``step``; returns the warning the first time collapse is seen."""
+    window_start, self._last_step = self._last_step, step
+    if "disc_recall" not in values or window_start < self.start_step:
+      return None
+    collapsed = values["disc_recall"] < self.recall_max and values["disc_auc_real"] < self.auc_real_max
+    if not collapsed:
+      self._onset = None
+      return None
+    if self._onset is None:
+      self._onset = window_start
+    if self.reported or step - self._onset < self.window_steps:
+      return None
+    self.reported = True
+    return (f"the discriminator has collapsed: from step {self._onset} to {step} it called almost every token "
+            f"original (disc_recall {values['disc_recall']:.3f}, real-token AUC {values['disc_auc_real']:.3f}). "
+            "The usual cause is a peak learning_rate too high for num_warmup_steps and the run's length (the "
+            "reference's Adam has no bias correction, so early updates are several times larger than the rate "
+            "says). Fix: lower learning_rate, lengthen num_warmup_steps or set adam_bias_correction true "
+            "(--model-size tiny picks these by rule; see docs/short_runs.md)")
+
+  def resume_at(self, step: int):
+    """A resumed run starts its first window at ``step``."""
+    self._last_step = step

@@ -1,0 +1,53 @@
+"""Dynamic loss scaling for float16 pre-training (bfloat16 and float32 need none).
+
+The loss is multiplied by ``scale`` before the gradient so small float16 gradients do not underflow, and
+the gradients are divided by it again. A step whose gradient overflows is skipped (the step still counts,
+so the schedule and the input position stay in line) and the scale halves; after ``GROWTH_INTERVAL``
+finite steps in a row it doubles. Both variables are checkpointed, so a resumed run continues the scale.
+"""
+
+import tensorflow as tf
+
+INITIAL_SCALE = 2.0 ** 15
+GROWTH_INTERVAL = 2000
+
+
+class DynamicLossScale:
+  """Create under the strategy's scope; ``apply`` runs inside the replica step."""
+
+  def __init__(self, initial_scale: float = INITIAL_SCALE, growth_interval: int = GROWTH_INTERVAL):
+    self.growth_interval = growth_interval
+    self.scale = tf.Variable(initial_scale, trainable=False, dtype=tf.float32, name="loss_scale",
+                             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.good_steps = tf.Variable(0, trainable=False, dtype=tf.int64, name="good_steps",
+                                  aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+  def scale_loss(self, loss):
+    return loss * self.scale
+
+  def unscale(self, grads):
+    return [g / self.scale for g in grads]
+
+  def apply(self, norm, apply_update, step_counter):
+    """Runs ``apply_update()`` if ``norm`` (of the unscaled gradient) is finite, else skips it and advances
+    ``step_counter`` itself; updates the scale either way. Returns the norm, 0 for a skipped step."""
+    finite = tf.math.is_finite(norm)
+
+    def good():
+      apply_update()
+      grow = self.good_steps + 1 >= self.growth_interval
+      self.scale.assign(tf.where(grow, self.scale * 2.0, self.scale))
+      self.good_steps.assign(tf.where(grow, tf.constant(0, tf.int64), self.good_steps + 1))
+      return tf.constant(0)
+
+    def bad():
+      self.scale.assign(tf.maximum(self.scale / 2.0, 1.0))
+      self.good_steps.assign(tf.constant(0, tf.int64))
+      step_counter.assign_add(1)
+      return tf.constant(0)
+
+    tf.cond(finite, good, bad)
+    return tf.where(finite, norm, 0.0)
+
+  def checkpoint_objects(self) -> dict:
+    return {"loss_scale": self.scale, "good_steps": self.good_steps}

@@ -1,0 +1,194 @@
+"""What every training and export job shares: devices, precision, logging and safe writes.
+
+- ``select_strategy`` / ``is_chief``: the ``tf.distribute`` strategy a ``RuntimeConfig`` asks for, and
+  whether this process writes the outputs (one writer per job).
+- ``set_precision_policy``: float32 / bfloat16 / float16 compute with float32 variables.
+- ``write_scalars``, ``progress_bar``, ``format_duration``: TensorBoard scalars, the progress bar, ETAs.
+- ``atomic_write`` / ``atomic_directory``: outputs appear whole or not at all (write to a temporary name
+  beside the destination, then rename), so an interrupted job never leaves a half-written file.
+"""
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import types
+import typing
+
+import keras
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from electra_tf.configs import RuntimeConfig
+from electra_tf.errors import HParamError, OutputExistsError
+
+PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+# --- devices ------------------------------------------------------------------------------------------------
+
+def _tf_config_workers() -> int:
+  try:
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+  except ValueError:
+    raise HParamError("TF_CONFIG is not valid JSON; see docs/pretraining.md for an example") from None
+  return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
+  """``cfg.strategy``: auto (TPU if use_tpu/tpu_name, multi-worker if TF_CONFIG names several workers,
+  Mirrored over several GPUs, else one device), one_device, mirrored, multi_worker or tpu.
+
+  Call it before anything else touches TensorFlow devices: multi-worker collectives are set up when the
+  runtime starts."""
+  name = cfg.strategy
+  if name == "auto" and (cfg.use_tpu or cfg.tpu_name):
+    name = "tpu"
+  elif name == "auto" and _tf_config_workers() > 1:
+    name = "multi_worker"
+  if name == "multi_worker":
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  gpus = tf.config.list_logical_devices("GPU")
+  if name == "auto":
+    name = "mirrored" if len(gpus) > 1 else "one_device"
+  if name == "one_device":
+    return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+  if name == "mirrored":
+    return tf.distribute.MirroredStrategy()
+  resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+      tpu=cfg.tpu_name or "", zone=cfg.tpu_zone, project=cfg.gcp_project,
+      job_name=cfg.tpu_job_name or "worker")
+  tf.config.experimental_connect_to_cluster(resolver)
+  tf.tpu.experimental.initialize_tpu_system(resolver)
+  return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+  """True for the one process of a job that writes checkpoints, logs and results."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+    return True
+  task_type, task_id = resolver.task_type, resolver.task_id
+  return task_type in (None, "chief") or (task_type == "worker" and task_id == 0 and
+                                          "chief" not in resolver.cluster_spec().as_dict())
+
+
+def set_precision_policy(mixed_precision: str):
+  """float32 / bfloat16 / float16 -> the Keras global dtype policy (variables stay float32)."""
+  keras.mixed_precision.set_global_policy(PRECISION_POLICIES[mixed_precision])
+
+
+@contextlib.contextmanager
+def stop_requests(signals=(signal.SIGTERM, signal.SIGINT)):
+  """``with stop_requests() as stop:`` ``stop.signal`` becomes the number of a stop signal once one arrives,
+  so a loop can finish its step, checkpoint and exit cleanly; the previous handlers come back afterwards.
+  Outside the main thread (where Python cannot install handlers) nothing is caught."""
+  stop = types.SimpleNamespace(signal=None)
+  previous = {}
+  if threading.current_thread() is threading.main_thread():
+    previous = {sig: signal.signal(sig, lambda s, _: setattr(stop, "signal", s)) for sig in signals}
+  try:
+    yield stop
+  finally:
+    for sig, handler in previous.items():
+      signal.signal(sig, handler)
+
+
+# --- logging ------------------------------------------------------------------------------------------------
+
+def _scalar_metadata() -> bytes:
+  # What TensorBoard's scalar dashboard reads; ``tf.summary.scalar`` would need the tensorboard package.
+  return summary_pb2.SummaryMetadata(
+      plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+      data_class=summary_pb2.DATA_CLASS_SCALAR).SerializeToString()
+
+
+def write_scalars(writer, step: int, values: typing.Mapping[str, float], prefix: str = ""):
+  """TensorBoard scalars ``prefix + name`` at ``step`` (non-numbers are skipped); ``writer`` None: no-op."""
+  if writer is None:
+    return
+  metadata = _scalar_metadata()
+  with writer.as_default(step=step):
+    for k, v in values.items():
+      if isinstance(v, (int, float)) and not isinstance(v, bool):
+        tf.summary.write(prefix + k, tf.constant(float(v), tf.float32), metadata=metadata)
+
+
+def progress_bar(enabled: bool, total: typing.Optional[int] = None, initial: int = 0, desc: str = "",
+                 unit: str = "step", **kwargs):
+  """A tqdm bar (throughput and ETA), or None when disabled."""
+  if not enabled:
+    return None
+  from tqdm.auto import tqdm  # pylint: disable=g-import-not-at-top  (CLI start-up: tqdm.auto probes IPython)
+  return tqdm(total=total, initial=initial, desc=desc, unit=unit, dynamic_ncols=True, **kwargs)
+
+
+def log_line(step: int, total: int, values: typing.Mapping[str, float], eta_seconds: float,
+             skip=("tokens_per_sec",)) -> str:
+  """``step 200/800  total_loss 12.3  ...  eta 4m07s``: one training log line."""
+  return (f"step {step}/{total}  " + "  ".join(f"{k} {v:.4g}" for k, v in values.items() if k not in skip)
+          + f"  eta {format_duration(eta_seconds)}")
+
+
+def format_duration(seconds: float) -> str:
+  """``1h05m`` / ``4m07s``; ``?`` when unknown."""
+  if not math.isfinite(seconds):
+    return "?"
+  seconds = int(seconds)
+  h, rem = divmod(seconds, 3600)
+  return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
+
+
+# --- safe writes --------------------------------------------------------------------------------------------
+
+def atomic_write(path: str, data: typing.Union[str, bytes]):
+  """Writes ``data`` (text as UTF-8) to ``path`` through a temporary file in the same directory."""
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+class atomic_directory:  # pylint: disable=invalid-name
+  """``with atomic_directory(dest, overwrite) as tmp:`` write into ``tmp``; it becomes ``dest`` on success.
+
+  The old ``dest`` (with ``overwrite``) survives until the new one is complete; on an exception the
+  temporary directory is removed and ``dest`` is untouched. Without ``overwrite`` an existing ``dest``
+  raises ``OutputExistsError`` before any work.
+  """
+
+  def __init__(self, dest: str, overwrite: bool = False):
+    self.dest = os.path.abspath(os.fspath(dest))
+    if os.path.exists(self.dest) and not overwrite:
+      raise OutputExistsError(f"{dest} already exists; pass --overwrite to replace it")
+    parent = os.path.dirname(self.dest)
+    os.makedirs(parent, exist_ok=True)
+    self.tmp = tempfile.mkdtemp(prefix="." + os.path.basename(self.dest) + ".tmp-", dir=parent)
+    os.chmod(self.tmp, 0o755)  # mkdtemp makes it private; the renamed result should not be
+
+  def __enter__(self) -> str:
+    return self.tmp
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc_type is not None:
+      shutil.rmtree(self.tmp, ignore_errors=True)
+      return False
+    if os.path.exists(self.dest):
+      old = self.tmp + ".old"
+      os.rename(self.dest, old)
+      os.rename(self.tmp, self.dest)
+      shutil.rmtree(old, ignore_errors=True)
+    else:
+      os.rename(self.tmp, self.dest)
+    return False

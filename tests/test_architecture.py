@@ -1,0 +1,105 @@
+"""The package layering of docs/architecture.md, read from the source: who may import whom, no cycles,
+and imports at the top of each file (function-level ones only for optional packages and CLI start-up)."""
+
+import ast
+import pathlib
+
+from conftest import REPO_ROOT
+
+LIBRARY = REPO_ROOT / "electra_tf"
+
+# Each unit (a package, or a top-level module) and the units it may import. Core modules sit at the bottom.
+CORE = {"errors", "hparams", "presets", "configs", "runtime", "tokenization", "optimization", "modeling",
+        "checkpoint_names", "reporting"}
+ALLOWED = {
+    "errors": set(), "hparams": {"errors"}, "presets": set(), "configs": {"errors", "hparams", "presets"},
+    "runtime": {"configs", "errors"}, "tokenization": {"errors"}, "optimization": set(),
+    "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": set(),
+    "docs_gen": {"configs", "hparams"},
+    "pretrain_data": CORE,
+    "convert": CORE,
+    "pretraining": CORE | {"pretrain_data", "convert"},
+    "finetuning": CORE | {"convert"},
+    "serving": CORE | {"convert", "finetuning"},
+    "sample_data": CORE | {"pretrain_data"},
+    "quickstart": CORE | {"cli", "sample_data", "pretraining", "finetuning"},
+    "cli": CORE | {"cli", "sample_data", "pretrain_data", "pretraining", "finetuning", "convert", "serving"},
+}
+# Function-level imports allowed: optional dependencies, and what a command loads after parsing its flags.
+LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm"}
+
+
+def _unit(path: pathlib.Path) -> str:
+  rel = path.relative_to(LIBRARY)
+  return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: pathlib.Path):
+  """(module name, is at module level) for every import in the file."""
+  tree = ast.parse(path.read_text(encoding="utf-8"))
+  top = {id(n) for n in tree.body}
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        yield alias.name, id(node) in top
+    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+      names = [f"{node.module}.{a.name}" for a in node.names] if node.module == "electra_tf" else [node.module]
+      for name in names:
+        yield name, id(node) in top
+
+
+def _library_files():
+  return [p for p in sorted(LIBRARY.rglob("*.py")) if p.name != "__main__.py"]
+
+
+def test_every_unit_imports_only_what_the_layering_allows():
+  wrong = []
+  for path in _library_files():
+    unit = _unit(path)
+    if unit == "__init__":
+      continue
+    assert unit in ALLOWED, f"{path}: unit {unit!r} is not in the layering; add it to docs/architecture.md"
+    for name, _ in _imports(path):
+      parts = name.split(".")
+      if parts[0] != "electra_tf" or len(parts) < 2:
+        continue
+      target = parts[1]
+      if target != unit and target not in ALLOWED[unit]:
+        wrong.append(f"{path.relative_to(REPO_ROOT)} ({unit}) imports {name}")
+  assert not wrong, "imports against the layering:\n" + "\n".join(wrong)
+
+
+def test_the_unit_graph_has_no_cycle():
+  edges = {u: set() for u in ALLOWED}
+  for path in _library_files():
+    unit = _unit(path)
+    for name, _ in _imports(path):
+      parts = name.split(".")
+      if parts[0] == "electra_tf" and len(parts) > 1 and parts[1] != unit and unit in edges:
+        edges[unit].add(parts[1])
+  state = {}
+
+  def visit(u, trail):
+    if state.get(u) == "open":
+      raise AssertionError("import cycle: " + " -> ".join(trail + [u]))
+    if state.get(u) == "done":
+      return
+    state[u] = "open"
+    for v in edges.get(u, ()):
+      visit(v, trail + [u])
+    state[u] = "done"
+
+  for u in edges:
+    visit(u, [])
+
+
+def test_imports_sit_at_the_top_of_each_file():
+  lazy = []
+  for path in _library_files():
+    for name, at_top in _imports(path):
+      if at_top or name.split(".")[0] in LAZY_OK:
+        continue
+      if _unit(path) == "cli" and name.startswith("electra_tf."):
+        continue  # a command parses its flags before it loads TensorFlow
+      lazy.append(f"{path.relative_to(REPO_ROOT)}: {name}")
+  assert not lazy, "function-level imports of required packages:\n" + "\n".join(lazy)

@@ -1,0 +1,75 @@
+"""The reference's optimizer pieces (``optimization.py``) as the pre-training loop uses them."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+
+def test_learning_rate_schedule_hand_computed():
+  from electra_tf.optimization import learning_rate_schedule
+  lr = learning_rate_schedule(1e-3, num_train_steps=100, num_warmup_steps=10)
+  assert float(lr(0)) == 0.0
+  assert float(lr(5)) == pytest.approx(1e-3 * (1 - 0.05) * 0.5)  # warmup multiplies the decay
+  assert float(lr(50)) == pytest.approx(1e-3 * 0.5)
+  assert float(lr(100)) == pytest.approx(0.0)
+
+
+def test_adam_without_bias_correction_and_weight_decay_exclusion():
+  from electra_tf.optimization import AdamWeightDecay, clip_by_global_norm
+  import keras
+  kernel = keras.Variable([1.0, -2.0])
+  gamma = keras.Variable([0.5, 0.5])
+  bias = keras.Variable([0.1, 0.2])
+  names = {id(kernel): "electra/encoder/layer_0/output/dense/kernel",
+           id(gamma): "electra/encoder/layer_0/output/LayerNorm/gamma",
+           id(bias): "electra/encoder/layer_0/output/dense/bias"}
+  opt = AdamWeightDecay(0.1, weight_decay_rate=0.01, variable_names=names)
+  variables = [kernel, gamma, bias]
+  ref = {id(v): v.numpy().copy() for v in variables}
+  m = {id(v): np.zeros(2) for v in variables}
+  s = {id(v): np.zeros(2) for v in variables}
+  grads_seq = [[np.array([0.3, -0.4]), np.array([1.0, 2.0]), np.array([-0.5, 0.5])],
+               [np.array([3.0, 4.0]), np.array([0.1, 0.1]), np.array([0.2, -0.2])]]
+  for grads in grads_seq:
+    clipped, norm = clip_by_global_norm([tf.constant(g, tf.float32) for g in grads], 1.0)
+    gnorm = math.sqrt(sum((g ** 2).sum() for g in grads))
+    assert float(norm) == pytest.approx(gnorm, rel=1e-5)
+    opt.apply(clipped, variables)
+    for v, g in zip(variables, grads):
+      g = g * min(1.0, 1.0 / gnorm)
+      m[id(v)] = 0.9 * m[id(v)] + 0.1 * g
+      s[id(v)] = 0.999 * s[id(v)] + 0.001 * g * g
+      update = m[id(v)] / (np.sqrt(s[id(v)]) + 1e-6)  # no bias correction
+      if v is kernel:
+        update += 0.01 * ref[id(v)]  # decoupled decay, not for LayerNorm or bias
+      ref[id(v)] = ref[id(v)] - 0.1 * update
+  for v in variables:
+    np.testing.assert_allclose(v.numpy(), ref[id(v)], rtol=1e-5, atol=1e-6)
+
+
+def test_bias_correction_matches_torch_adam():
+  """``bias_correction=True`` is Adam's update exactly (torch.optim.Adam as the independent reference)."""
+  torch = pytest.importorskip("torch")
+  import keras
+  from electra_tf.optimization import AdamWeightDecay
+  rng = np.random.default_rng(0)
+  init = rng.normal(size=[5, 3]).astype(np.float32)
+  grads = [rng.normal(size=[5, 3]).astype(np.float32) for _ in range(12)]
+  var = keras.Variable(init)
+  ours = AdamWeightDecay(1e-2, weight_decay_rate=0.0, epsilon=1e-6, bias_correction=True)
+  ours.build([var])
+  ref = torch.nn.Parameter(torch.tensor(init))
+  theirs = torch.optim.Adam([ref], lr=1e-2, betas=(0.9, 0.999), eps=1e-6)
+  plain_var = keras.Variable(init)
+  plain = AdamWeightDecay(1e-2, weight_decay_rate=0.0, epsilon=1e-6)
+  plain.build([plain_var])
+  for g in grads:
+    ours.apply([tf.constant(g)], [var])
+    plain.apply([tf.constant(g)], [plain_var])
+    ref.grad = torch.tensor(g)
+    theirs.step()
+  np.testing.assert_allclose(var.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+  # the reference's update differs: its first steps are (1 - 0.9^k) / sqrt(1 - 0.999^k) of Adam's
+  assert np.abs(plain_var.numpy() - var.numpy()).max() > 1e-3
