@@ -149,7 +149,8 @@ def bench_tf_models(cfg, steps: int, warmup: int, dtype: str, xla: bool, python:
 
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-  ap.add_argument("--sizes", default="small", help="comma-separated: small, base, large")
+  ap.add_argument("--sizes", default="small", help="comma-separated: tiny, small, base, large")
+  ap.add_argument("--vocab-size", type=int, default=30522, help="vocabulary rows (the sample vocab has 8,000)")
   ap.add_argument("--dtypes", default="float32,bfloat16")
   ap.add_argument("--xla", default="both", choices=("on", "off", "both"))
   ap.add_argument("--batch", type=int, default=None, help="global batch (default 128 on GPU, 16 on CPU)")
@@ -179,6 +180,7 @@ def main(argv=None):
     for dtype in args.dtypes.split(","):
       for xla in ([True, False] if args.xla == "both" else [args.xla == "on"]):
         cfg = PretrainingConfig.create(f"bench_{size}", "/nonexistent", preset=size, train_batch_size=batch,
+                                       vocab_size=args.vocab_size,
                                        max_seq_length=args.seq_len, mixed_precision=dtype, use_xla=xla,
                                        num_warmup_steps=0, strategy="one_device")
         flops = training_flops_per_sequence(cfg)

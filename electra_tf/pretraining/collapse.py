@@ -50,12 +50,14 @@ class CollapseGuard:
     if self.reported or step - self._onset < self.window_steps:
       return None
     self.reported = True
-    return (f"the discriminator has collapsed: from step {self._onset} to {step} it called almost every token "
-            f"original (disc_recall {values['disc_recall']:.3f}, real-token AUC {values['disc_auc_real']:.3f}). "
+    return (f"the discriminator has collapsed to a constant: from step {self._onset} to {step} it called almost "
+            f"every token original (disc_recall {values['disc_recall']:.3f}, real-token AUC "
+            f"{values['disc_auc_real']:.3f}), and fine-tuning from this state is worse than from random weights. "
             "The usual cause is a peak learning_rate too high for num_warmup_steps and the run's length (the "
             "reference's Adam has no bias correction, so early updates are several times larger than the rate "
-            "says). Fix: lower learning_rate, lengthen num_warmup_steps or set adam_bias_correction true "
-            "(--model-size tiny picks these by rule; see docs/short_runs.md)")
+            "says); a rate far too low for a short run leaves it on the same plateau. Fix: "
+            '{"short_run_recipe": true} (on with --model-size tiny), or lower learning_rate, lengthen '
+            "num_warmup_steps and set adam_bias_correction true; see docs/short_runs.md")
 
   def resume_at(self, step: int):
     """A resumed run starts its first window at ``step``."""

@@ -225,14 +225,14 @@ class Trainer:
                 f"{manager.latest_checkpoint or 'none'}; lower learning_rate, or use bfloat16 instead of float16")
           step = int(self.step_var.numpy())
           last_log = self._log_loop(writer, totals, done, step, time.perf_counter() - start, bar)
+          if step % cfg.save_checkpoints_steps == 0 or step >= target:
+            manager.save(checkpoint_number=step)
           collapse = guard.update(step, last_log)
           if collapse and cfg.stop_on_collapse:
             raise PretrainingError(f"stopped at step {step} (stop_on_collapse): {collapse}; the last checkpoint is "
                                    f"{manager.latest_checkpoint or 'none'}")
           if collapse and self.chief:
             self.log_fn(f"warning: {collapse}")
-          if step % cfg.save_checkpoints_steps == 0 or step >= target:
-            manager.save(checkpoint_number=step)
           if cfg.eval_every_steps and step % cfg.eval_every_steps == 0 and step < target:
             self.evaluate(step=step, writer=writer)
           if after_loop is not None:
