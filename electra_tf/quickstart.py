@@ -70,7 +70,9 @@ def run(args) -> dict:
   if args.quick:
     hparams.update(iterations_per_loop=10, save_checkpoints_steps=10, eval_every_steps=15, num_eval_steps=2)
   cfg = PretrainingConfig.create(presets.SAMPLE_MODEL_NAME, str(root), **hparams)
-  trainer.run(cfg, progress=not args.no_progress)
+  if trainer.run(cfg, progress=not args.no_progress).status == "interrupted":
+    print("stopped during pre-training; rerun the same command to resume", flush=True)
+    return None
   trainer.run(PretrainingConfig.create(presets.SAMPLE_MODEL_NAME, str(root), **hparams, do_train=False,
                                        do_eval=True), progress=False)
 

@@ -43,3 +43,34 @@ def test_electra_vs_mlm_quick(tmp_path):
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   for tool in ("run_pretraining.py", "run_finetuning.py", "build_vocab.py"):
     assert tool not in again.stdout, again.stdout
+
+
+def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path):
+  """experiments/short_run_sweep.py: Stage A's 8 points, Stage B from the two best A rows, resumable."""
+  out = tmp_path / "sweep.jsonl"
+  timing = {"pretrain_loop_seconds": 400.0, "pretrain_seconds": 420.0, "resumed": False,
+            "pretrain_seq_per_sec": 46.0, "finetune_seconds": 60.0}
+  rows = [{"name": "sw_lr1e-4_wu10_bc0_s600", "stage": "A", "learning_rate": 1e-4, "num_warmup_steps": 60,
+           "warmup_frac": 0.1, "adam_bias_correction": False, "num_train_steps": 600, "disc_auc": 0.67,
+           "disc_auc_real": 0.59, "disc_recall": 0.002, "disc_accuracy": 0.86, "masked_lm_accuracy": 0.06,
+           "sst_accuracy": 69.4, **timing},
+          {"name": "sw_lr3e-4_wu10_bc1_s600", "stage": "A", "learning_rate": 3e-4, "num_warmup_steps": 60,
+           "warmup_frac": 0.1, "adam_bias_correction": True, "num_train_steps": 600, "disc_auc": 0.81,
+           "disc_auc_real": 0.77, "disc_recall": 0.2, "disc_accuracy": 0.88, "masked_lm_accuracy": 0.05,
+           "sst_accuracy": 76.0, **timing}]
+  out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  script = str(REPO_ROOT / "experiments" / "short_run_sweep.py")
+
+  def run(*args):
+    proc = subprocess.run([sys.executable, script, "--out", str(out), *args], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout + proc.stderr
+
+  planned = run("--points", "A", "--dry-run")
+  assert planned.count("todo: ") == 6 and planned.count("skip (done): ") == 2
+  stage_b = run("--points", "B", "--dry-run")
+  assert "todo: sw_lr3e-4_wu30_bc1_s600" in stage_b and "todo: sw_lr3e-4_wu50_bc1_s600" in stage_b
+  table = run("--table")
+  assert "| A | 0.0003 | 10% (60) | on | 600 |" in table and "**yes**" in table  # the 1e-4 row collapsed
