@@ -46,9 +46,9 @@ _LEARNING_MODEL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_hea
 def _learning_config(root, name, **hp):
   """H 64, 2 layers on the 1,005-token WikiText data: 400 steps of 16 x 32 tokens (about a minute)."""
   from electra_tf.configs import PretrainingConfig
-  hp = lib.tiny_hparams(num_train_steps=400, iterations_per_loop=25, vocab_size=1005, save_checkpoints_steps=400,
-                        num_eval_steps=8, train_batch_size=16, model_hparam_overrides=_LEARNING_MODEL,
-                        generator_hidden_size=0.25, **hp)
+  hp = lib.tiny_hparams(**{"num_train_steps": 400, "iterations_per_loop": 25, "vocab_size": 1005,
+                           "save_checkpoints_steps": 400, "num_eval_steps": 8, "train_batch_size": 16,
+                           "model_hparam_overrides": _LEARNING_MODEL, "generator_hidden_size": 0.25, **hp})
   if hp.get("short_run_recipe"):  # let the rule set what tiny_hparams would otherwise pin
     hp.pop("learning_rate"), hp.pop("num_warmup_steps")
   return PretrainingConfig.create(name, str(root), **hp)
