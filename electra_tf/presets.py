@@ -62,8 +62,9 @@ def apply_finetuning_defaults(cfg):
 
 # --- the short-run recipe -----------------------------------------------------------------------------------
 # The reference's recipe (peak LR 5e-4 or 2e-4, 10,000 warmup steps, Adam without bias correction) assumes
-# runs of 10^5-10^6 steps. Short runs at those rates collapse the discriminator (docs/short_runs.md); this rule,
-# chosen from a measured sweep, sets the peak LR, the warmup and bias correction from the run length.
+# runs of 10^5-10^6 steps. Short runs at those rates collapse the discriminator (docs/short_runs.md). This rule
+# sets the peak LR, the warmup and bias correction from the run length; it is the best measured so far (it keeps
+# a small model learning), not yet a cure for the sample model's late slide back to a constant.
 SHORT_RUN_LR = 3e-4
 SHORT_RUN_WARMUP_FRACTION = 0.1
 SHORT_RUN_BIAS_CORRECTION = True

@@ -154,3 +154,25 @@ def test_hparams_doc_is_current():
   from conftest import REPO_ROOT
   doc = (REPO_ROOT / "docs" / "hparams.md").read_text(encoding="utf-8")
   assert doc == docs_gen.render(), "docs/hparams.md is stale: run python -m electra_tf.docs_gen"
+
+
+def test_tiny_preset_applies_the_short_run_rule_and_given_values_win():
+  from electra_tf import presets
+  from electra_tf.configs import PretrainingConfig, pretraining_summary
+  cfg = PretrainingConfig.create("t", "/d", preset="tiny", num_train_steps=800)
+  disc = cfg.discriminator_config()
+  assert (disc.hidden_size, disc.num_hidden_layers, disc.num_attention_heads, disc.intermediate_size,
+          disc.embedding_size) == (128, 3, 2, 512, 128)
+  assert cfg.generator_config().hidden_size == 64 and cfg.train_batch_size == 32 and cfg.use_xla
+  assert (cfg.learning_rate, cfg.num_warmup_steps, cfg.adam_bias_correction) == (
+      presets.SHORT_RUN_LR, 80, presets.SHORT_RUN_BIAS_CORRECTION)
+  mine = PretrainingConfig.create("t", "/d", preset="tiny", num_train_steps=800, learning_rate=1e-4,
+                                  num_warmup_steps=5)
+  assert (mine.learning_rate, mine.num_warmup_steps, mine.adam_bias_correction) == (1e-4, 5, True)
+  assert "short-run recipe: learning_rate 0.0003, num_warmup_steps 80" in pretraining_summary(cfg)
+  # reference sizes keep the reference's recipe; a run shorter than its warmup gets a note instead
+  small = PretrainingConfig.create("s", "/d", preset="small", num_train_steps=2000)
+  assert (small.learning_rate, small.num_warmup_steps, small.adam_bias_correction) == (5e-4, 10000, False)
+  assert "num_train_steps 2000 is shorter than num_warmup_steps 10000" in pretraining_summary(small)
+  assert '"short_run_recipe": true} sets learning_rate 0.0003, num_warmup_steps 200' in pretraining_summary(small)
+  assert "note:" not in pretraining_summary(PretrainingConfig.create("s", "/d", preset="small"))
