@@ -23,4 +23,13 @@ setuptools.setup(
     packages=setuptools.find_packages(include=["electra_tf", "electra_tf.*"]),
     install_requires=_requirements("requirements.txt"),
     extras_require={"test": _requirements("requirements-test.txt")},
+    # The same commands as the reference-style scripts (pretrain/, finetune/, data_prep/, python -m
+    # electra_tf.convert), which call these functions too.
+    entry_points={"console_scripts": [
+        "electra-build-vocab=electra_tf.cli.build_vocab:main",
+        "electra-build-data=electra_tf.cli.build_data:main",
+        "electra-pretrain=electra_tf.cli.pretrain:main",
+        "electra-finetune=electra_tf.cli.finetune:main",
+        "electra-convert=electra_tf.cli.convert:main",
+    ]},
 )

@@ -1,11 +1,10 @@
-"""Raw text -> pre-training TFRecords: ``--help`` lists the flags (electra_tf/cli/build_data.py)."""
+"""Raw text -> pre-training TFRecords: ``--help`` lists the flags (electra_tf/cli/build_data.py); the same as
+``electra-build-data``. Imports the installed package: ``pip install -e .`` (scripts/setup_env.sh does).
+"""
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
-
-from electra_tf.cli.build_data import main  # pylint: disable=wrong-import-position
+from electra_tf.cli.build_data import main
 
 if __name__ == "__main__":
   sys.exit(main())

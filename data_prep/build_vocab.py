@@ -1,11 +1,10 @@
-"""Learn a WordPiece vocab.txt or a SentencePiece model: ``--help`` (electra_tf/cli/build_vocab.py)."""
+"""Learn a WordPiece vocab.txt or a SentencePiece model: ``--help`` (electra_tf/cli/build_vocab.py); the same as
+``electra-build-vocab``. Imports the installed package: ``pip install -e .`` (scripts/setup_env.sh does).
+"""
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
-
-from electra_tf.cli.build_vocab import main  # pylint: disable=wrong-import-position
+from electra_tf.cli.build_vocab import main
 
 if __name__ == "__main__":
   sys.exit(main())

@@ -79,11 +79,23 @@ class RuntimeConfig(HParams):
   use_xla: bool = field(False, "XLA-compile the replica step")
   # TPU (reference names)
   use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
-  num_tpu_cores: int = field(1, "TPU cores", min=1)
+  num_tpu_cores: typing.Optional[int] = field(None, "TPU cores to replicate over (null = every core of the TPU); "
+                                               "only with a TPU", min=1)
   tpu_job_name: typing.Optional[str] = field(None, "TPU job name")
   tpu_name: typing.Optional[str] = field(None, "Cloud TPU name or grpc address")
   tpu_zone: typing.Optional[str] = field(None, "Cloud TPU zone")
   gcp_project: typing.Optional[str] = field(None, "GCP project")
+
+  def uses_tpu(self) -> bool:
+    """Whether ``runtime.select_strategy`` picks the TPU strategy."""
+    return self.strategy == "tpu" or (self.strategy == "auto" and bool(self.use_tpu or self.tpu_name))
+
+  def check_runtime(self):
+    # The TPU estimator's num_shards; without a TPU there is nothing for it to set.
+    if self.num_tpu_cores is not None and not self.uses_tpu():
+      raise HParamError(f"num_tpu_cores is {self.num_tpu_cores} but this run uses no TPU; it applies with "
+                        "use_tpu / tpu_name (or strategy tpu): drop it, or name the TPU")
+    return self
 
 
 @dataclasses.dataclass
@@ -184,7 +196,7 @@ class PretrainingConfig(RuntimeConfig):
       cfg.two_tower_generator = True
     cfg.max_predictions_per_seq = int((cfg.mask_prob + 0.005) * cfg.max_seq_length)
     cfg._derive_paths()
-    return cfg
+    return cfg.check_runtime()
 
   def _derive_paths(self):
     self.pretrain_tfrecords = self.pretrain_tfrecords or os.path.join(
@@ -218,7 +230,7 @@ class FinetuningConfig(RuntimeConfig):
   model_name: str = field("electra_small", "pre-trained model name under <data_dir>/models")
   data_dir: str = field("", "root holding finetuning_data/, vocab.txt and models/")
   debug: bool = field(False, "tiny runs")
-  log_examples: bool = field(False, "print featurized examples")
+  log_examples: bool = field(False, "log the first featurized example of each task and split (on in debug)")
   num_trials: int = field(1, "runs with different seeds (negative = forever)")
   keep_all_models: bool = field(True, "keep every trial's model")
   do_train: bool = field(True, "fine-tune")
@@ -235,9 +247,11 @@ class FinetuningConfig(RuntimeConfig):
   layerwise_lr_decay: float = field(0.8, "per-layer LR decay (0 disables)", min=0.0, max=1.0)
   num_train_epochs: float = field(3.0, "epochs", min=0.0, min_exclusive=True)
   warmup_proportion: float = field(0.1, "warmup as a fraction of steps", min=0.0, max=1.0)
-  save_checkpoints_steps: int = field(1000000, "checkpoint interval", min=1)
-  iterations_per_loop: int = field(1000, "steps per compiled call", min=1)
-  use_tfrecords_if_existing: bool = field(True, "reuse featurized TFRecords")
+  save_checkpoints_steps: int = field(1000000, "also save the trial's model every N steps (it is always saved "
+                                      "at the end)", min=1)
+  iterations_per_loop: int = field(1000, "training steps per compiled call (1 in debug)", min=1)
+  use_tfrecords_if_existing: bool = field(False, "the reference's TFRecord cache: features are built in memory "
+                                          "for each run here, so only false is accepted")
 
   write_test_outputs: bool = field(False, "write test-set predictions")
   n_writes_test: int = field(5, "trials that write test predictions", min=0)
@@ -280,14 +294,18 @@ class FinetuningConfig(RuntimeConfig):
     presets.apply_finetuning_defaults(cfg)
     if cfg.debug:
       cfg.num_train_epochs, cfg.train_batch_size, cfg.eval_batch_size = 1.0, 8, 8
+      cfg.iterations_per_loop, cfg.log_examples = 1, True  # as the reference's debug mode
     cfg.update(overrides)
+    if cfg.use_tfrecords_if_existing:
+      raise HParamError("use_tfrecords_if_existing: fine-tuning keeps no TFRecord cache to reuse (features are "
+                        "built in memory for each run, a few seconds at GLUE scale); drop it or set it false")
     cfg.raw_data_dir = cfg.raw_data_dir or os.path.join(data_dir, "finetuning_data")
     pretrained = os.path.join(data_dir, "models", model_name)
     if cfg.vocab_file is None:
       own_vocab = os.path.join(pretrained, "vocab.txt")
       cfg.vocab_file = own_vocab if os.path.exists(own_vocab) else os.path.join(data_dir, "vocab.txt")
     cfg.init_checkpoint = cfg.init_checkpoint or pretrained
-    return cfg
+    return cfg.check_runtime()
 
   @property
   def model_dir(self) -> str:

@@ -63,8 +63,16 @@ def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
       tpu=cfg.tpu_name or "", zone=cfg.tpu_zone, project=cfg.gcp_project,
       job_name=cfg.tpu_job_name or "worker")
   tf.config.experimental_connect_to_cluster(resolver)
-  tf.tpu.experimental.initialize_tpu_system(resolver)
-  return tf.distribute.TPUStrategy(resolver)
+  topology = tf.tpu.experimental.initialize_tpu_system(resolver)
+  if cfg.num_tpu_cores is None:
+    return tf.distribute.TPUStrategy(resolver)
+  # The reference's TPUConfig(num_shards=num_tpu_cores): replicate over that many cores, one per replica.
+  available = topology.num_tasks * topology.num_tpus_per_task
+  if cfg.num_tpu_cores > available:
+    raise HParamError(f"num_tpu_cores is {cfg.num_tpu_cores} but the TPU has {available} cores; use at most "
+                      f"{available}, or null for all of them")
+  assignment = tf.tpu.experimental.DeviceAssignment.build(topology, num_replicas=cfg.num_tpu_cores)
+  return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=assignment)
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:

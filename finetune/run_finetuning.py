@@ -1,11 +1,10 @@
-"""Fine-tune ELECTRA: ``python finetune/run_finetuning.py --help`` (flags in electra_tf/cli/finetune.py)."""
+"""Fine-tune ELECTRA: ``python finetune/run_finetuning.py --help``, the same as ``electra-finetune`` (flags in
+electra_tf/cli/finetune.py). Imports the installed package: ``pip install -e .`` (scripts/setup_env.sh does).
+"""
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
-
-from electra_tf.cli.finetune import main  # pylint: disable=wrong-import-position
+from electra_tf.cli.finetune import main
 
 if __name__ == "__main__":
   sys.exit(main())

@@ -1,11 +1,10 @@
-"""Pre-train ELECTRA: ``python pretrain/run_pretraining.py --help`` (flags in electra_tf/cli/pretrain.py)."""
+"""Pre-train ELECTRA: ``python pretrain/run_pretraining.py --help``, the same as ``electra-pretrain`` (flags in
+electra_tf/cli/pretrain.py). Imports the installed package: ``pip install -e .`` (scripts/setup_env.sh does).
+"""
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
-
-from electra_tf.cli.pretrain import main  # pylint: disable=wrong-import-position
+from electra_tf.cli.pretrain import main
 
 if __name__ == "__main__":
   sys.exit(main())

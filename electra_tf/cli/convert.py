@@ -1,4 +1,5 @@
-"""``python -m electra_tf.convert {inspect, import-tf1, import-hf, export-tf1, export-hf, export-savedmodel}``.
+"""``electra-convert`` or ``python -m electra_tf.convert`` {inspect, import-tf1, import-hf, export-tf1, export-hf,
+export-savedmodel}.
 
 Every input may be a reference TF1 checkpoint (prefix, ``.index`` or directory), this project's model
 directory, or a Hugging Face directory; the format is detected. Outputs are written to a temporary
@@ -9,6 +10,7 @@ stderr and exits with status 2. See ``docs/interop.md``.
 import argparse
 import json
 import os
+import typing
 
 from electra_tf.cli import common
 from electra_tf.configs import FinetuningConfig
@@ -134,8 +136,8 @@ def cmd_export_savedmodel(args, log):
       f"max_seq_length {info['max_seq_length']}, lower_case {info['do_lower_case']}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf.convert", description=__doc__.split("\n\n")[0])
+def build_parser(prog: typing.Optional[str] = None) -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
   sub = parser.add_subparsers(dest="command", required=True)
 
   def add(name, fn, help_, output=True):
@@ -175,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
   return parser
 
 
-def main(argv=None) -> int:
-  args = build_parser().parse_args(argv)
+def main(argv=None, prog: typing.Optional[str] = None) -> int:
+  """``prog``: the command's name in usage lines (default: the program run, e.g. ``electra-convert``)."""
+  args = build_parser(prog).parse_args(argv)
   return common.run_cli(lambda: args.fn(args, lambda msg: print(msg, flush=True)))

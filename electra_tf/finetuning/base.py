@@ -110,6 +110,18 @@ class Task:
     raise NotImplementedError
 
 
+def format_feature(feature: dict, tokenizer) -> str:
+  """One feature dict as the reference's ``log_examples`` shows it: the word pieces, then every input."""
+  length = int(sum(feature.get("input_mask", ()))) or len(feature.get("input_ids", ()))
+  lines = ["  tokens: " + " ".join(tokenizer.convert_ids_to_tokens(list(feature["input_ids"][:length])))]
+  for key in sorted(feature):
+    value = feature[key]
+    if isinstance(value, (list, tuple, np.ndarray)):
+      value = " ".join(str(v) for v in value)
+    lines.append(f"  {key}: {value}")
+  return "\n".join(lines)
+
+
 def stack_features(features: list, specs: typing.Sequence[FeatureSpec], n_tasks: int,
                    pad_to_multiple: int = 1) -> typing.Dict[str, np.ndarray]:
   """Feature dicts -> {name: array [N, ...]}; keys a feature lacks are zero. With ``pad_to_multiple``,

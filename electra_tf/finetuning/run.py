@@ -16,7 +16,7 @@ import typing
 from electra_tf import runtime
 from electra_tf.convert import load_pretrained_weights, write_tf1
 from electra_tf.finetuning import outputs
-from electra_tf.finetuning.base import DataError, log, stack_features
+from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer, num_train_steps
 from electra_tf.hparams import HParamError
@@ -43,6 +43,7 @@ class FinetuningData:
       for task in self.tasks:
         task_features = task.featurize(task.get_examples("train"), True)
         log.info("%s: %d training features", task.name, len(task_features))
+        self._log_example(task, "train", task_features)
         features.extend(task_features)
       random.Random(self.config.seed).shuffle(features)  # the reference shuffles before writing
       self._cache["train"] = stack_features(features, self.specs, len(self.tasks),
@@ -52,8 +53,16 @@ class FinetuningData:
   def eval_arrays(self, task, split: str, batch_size: int) -> dict:
     key = (task.name, split)
     if key not in self._cache:
-      self._cache[key] = stack_features(task.eval_features(split), self.specs, len(self.tasks), batch_size)
+      features = task.eval_features(split)
+      self._log_example(task, split, features)
+      self._cache[key] = stack_features(features, self.specs, len(self.tasks), batch_size)
     return self._cache[key]
+
+  def _log_example(self, task, split: str, features: list):
+    """``log_examples``: the first featurized example of a split, as the reference logs it."""
+    if self.config.log_examples and features:
+      log.info("%s %s, first of %d features:\n%s", task.name, split, len(features),
+               format_feature(features[0], task.tokenizer))
 
 
 def resolve_init_checkpoint(config) -> typing.Optional[str]:
@@ -145,8 +154,9 @@ class FinetuningRun:
       on_epoch = (lambda epoch: self.evaluate(trainer)) if cfg.do_eval and cfg.eval_every_epoch else None
       if os.path.isdir(model_dir):
         shutil.rmtree(model_dir)  # the reference wipes the trial's model directory
+      on_checkpoint = lambda step: self.save(trainer, model_dir, step, final=False)
       stats = trainer.train(arrays, steps, per_epoch, on_epoch, os.path.join(model_dir, "tensorboard"),
-                            self.progress)
+                            self.progress, on_checkpoint)
       log.info("trained %d steps, %.1f examples/s", stats["global_step"], stats["examples_per_second"])
       self.save(trainer, model_dir, stats["global_step"])
     if cfg.do_eval:
@@ -157,8 +167,10 @@ class FinetuningRun:
       shutil.rmtree(model_dir)
     return results
 
-  def save(self, trainer: Trainer, model_dir: str, step: int):
-    """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots)."""
+  def save(self, trainer: Trainer, model_dir: str, step: int, final: bool = True):
+    """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots). Each save
+    replaces the previous one: fine-tuning does not resume (a new trial starts from a wiped directory, as
+    in the reference), so a mid-run checkpoint only keeps the latest weights of a run that dies."""
     arrays = {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
     vocab = self.config.vocab_file if os.path.isfile(self.config.vocab_file) else None
     tb = os.path.join(model_dir, "tensorboard")
@@ -168,6 +180,8 @@ class FinetuningRun:
     write_tf1(model_dir, arrays, step, vocab, overwrite=True)
     if os.path.isdir(keep):
       shutil.move(keep, tb)
+    if not final:
+      log.info("saved %s at step %d (save_checkpoints_steps)", model_dir, step)
 
   def run(self) -> typing.List[dict]:
     cfg = self.config

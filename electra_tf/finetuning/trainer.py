@@ -4,7 +4,8 @@ Training follows the reference: loss summed over the (global) batch, gradients c
 1.0, AdamW without bias correction, multiplicative warmup over the first 10% of steps then linear decay,
 layer-wise LR ``lr * d^(L + 2 - depth)``. Dropout masks come from ``seed``, the step and the replica, so
 a trial is reproducible. With several replicas the gradients are summed across replicas before the
-clip (the clip sees the global gradient, as on the reference's TPU).
+clip (the clip sees the global gradient, as on the reference's TPU). One compiled call runs up to
+``iterations_per_loop`` steps (the reference's TPU loop), stopping early at epoch and checkpoint boundaries.
 """
 
 import math
@@ -24,6 +25,16 @@ from electra_tf.optimization import clip_by_global_norm, create_optimizer
 def num_train_steps(n_padded: int, batch_size: int, epochs: float) -> int:
   """The reference's step count: int(n_padded // batch * epochs)."""
   return int(n_padded // batch_size * epochs)
+
+
+def loop_length(step: int, total_steps: int, iterations_per_loop: int, *intervals: int) -> int:
+  """Steps in the next compiled call: up to ``iterations_per_loop``, ending at the next multiple of each
+  non-zero interval (the host acts there) and at ``total_steps``."""
+  n = min(iterations_per_loop, total_steps - step)
+  for every in intervals:
+    if every:
+      n = min(n, every - step % every)
+  return max(1, n)
 
 
 def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0) -> tf.data.Dataset:
@@ -50,7 +61,7 @@ class Trainer:
       self.model = FinetuningModel(self.model_config, tasks)
       self.model.build()
     self.optimizer = None
-    self._train_step = self._predict_step = None
+    self._train_loop = self._predict_step = None
 
   # ---- training -----------------------------------------------------------------------------------------
 
@@ -65,7 +76,7 @@ class Trainer:
       self.optimizer.build(self.model.trainable_variables)
     return self.optimizer
 
-  def _build_train_step(self):
+  def _build_train_loop(self):
     model, optimizer, strategy = self.model, self.optimizer, self.strategy
     base_seed = tf.constant([self.seed, 0x5EED], tf.int32)
     n_replicas = strategy.num_replicas_in_sync
@@ -90,44 +101,64 @@ class Trainer:
       step_fn = tf.function(step_fn, jit_compile=True)
 
     @tf.function
-    def train_step(iterator):
-      per_replica = strategy.run(step_fn, args=(next(iterator),))
-      return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+    def train_loop(iterator, num_steps):
+      """``num_steps`` steps -> (loss, learning rate after the step) per step done; stops after a
+      non-finite loss."""
+      losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+      rates = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+      for i in tf.range(num_steps):
+        per_replica = strategy.run(step_fn, args=(next(iterator),))
+        loss = tf.cast(strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None), tf.float32)
+        losses = losses.write(i, loss)
+        rates = rates.write(i, tf.cast(optimizer.learning_rate, tf.float32))
+        if not tf.math.is_finite(loss):
+          break
+      return losses.stack(), rates.stack()
 
-    return train_step
+    return train_loop
 
   def train(self, arrays: dict, total_steps: int, steps_per_epoch: int,
             on_epoch_end: typing.Optional[typing.Callable[[int], dict]] = None,
-            log_dir: typing.Optional[str] = None, progress: bool = True) -> dict:
-    """Runs ``total_steps`` steps; calls ``on_epoch_end(epoch)`` after each epoch (and at the end).
+            log_dir: typing.Optional[str] = None, progress: bool = True,
+            on_checkpoint: typing.Optional[typing.Callable[[int], None]] = None) -> dict:
+    """Runs ``total_steps`` steps; calls ``on_epoch_end(epoch)`` after each epoch but the last, and
+    ``on_checkpoint(step)`` every ``save_checkpoints_steps`` steps before the last.
     Returns {"global_step", "loss" (mean of the last epoch), "examples_per_second"}."""
     cfg = self.config
     if self.optimizer is None:
       self.make_optimizer(total_steps)
     ds = make_dataset(arrays, cfg.train_batch_size, True, self.seed)
     iterator = iter(self.strategy.experimental_distribute_dataset(ds))
-    self._train_step = self._train_step or self._build_train_step()
+    self._train_loop = self._train_loop or self._build_train_loop()
     writer = tf.summary.create_file_writer(log_dir) if log_dir else None
     bar = runtime.progress_bar(progress, total_steps, desc="fine-tuning", leave=False)
     log_every = max(1, min(25, steps_per_epoch))  # several points per epoch for the curves
     losses, start, epoch = [], time.time(), 0
     step = int(self.optimizer.iterations.numpy())
+    checkpoint_every = cfg.save_checkpoints_steps if on_checkpoint is not None else 0
+    epoch_every = steps_per_epoch if on_epoch_end is not None else 0
     while step < total_steps:
-      loss = float(self._train_step(iterator))
-      step += 1
-      if not math.isfinite(loss):
-        raise FloatingPointError(f"loss became {loss} at step {step}; lower the learning rate")
-      losses.append(loss)
+      n = loop_length(step, total_steps, cfg.iterations_per_loop, epoch_every, checkpoint_every)
+      loop_losses, loop_rates = self._train_loop(iterator, tf.constant(n, tf.int32))
+      for loss, rate in zip(loop_losses.numpy().tolist(), loop_rates.numpy().tolist()):
+        step += 1
+        if not math.isfinite(loss):
+          raise FloatingPointError(f"loss became {loss} at step {step}; lower the learning rate")
+        losses.append(loss)
+        if step % log_every == 0 or step == total_steps:
+          runtime.write_scalars(writer, step, {"loss": float(np.mean(losses[-log_every:])), "learning_rate": rate},
+                                "train/")
       if bar is not None:
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss:.4f}")
-      if step % log_every == 0 or step == total_steps:
-        runtime.write_scalars(writer, step, {"loss": float(np.mean(losses[-log_every:])),
-                                             "learning_rate": float(self.optimizer.learning_rate)}, "train/")
-      if on_epoch_end is not None and steps_per_epoch and step % steps_per_epoch == 0 and step < total_steps:
+        bar.update(n)
+        bar.set_postfix(loss=f"{losses[-1]:.4f}")
+      if epoch_every and step % epoch_every == 0 and step < total_steps:
         epoch += 1
         for task, values in (on_epoch_end(epoch) or {}).items():
           runtime.write_scalars(writer, step, values, f"dev/{task}/")
+      if checkpoint_every and step % checkpoint_every == 0 and step < total_steps:
+        if writer is not None:
+          writer.flush()
+        on_checkpoint(step)
     if bar is not None:
       bar.close()
     elapsed = time.time() - start

@@ -2,7 +2,8 @@
 
 Sources: a directory of text files in the reference format (one sentence per line, blank line between
 documents), Wikipedia XML dumps, BooksCorpus-style book directories, and tensorflow-datasets text sets.
-Plain text files may be gzip- or bzip2-compressed (``.gz``/``.bz2``).
+Plain text files may be gzip- or bzip2-compressed (``.gz``/``.bz2``). A MediaWiki XML dump found among the
+text files is recognised by its content and read as a dump, never packed as text.
 """
 
 import bz2
@@ -12,6 +13,7 @@ import gzip
 import io
 import os
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import blingfire
@@ -25,6 +27,7 @@ from electra_tf.errors import DataPrepError
 class CorpusStats:
   files_read: int = 0
   files_skipped: list = dataclasses.field(default_factory=list)  # "path (reason)"
+  wikipedia_dumps: list = dataclasses.field(default_factory=list)  # corpus-dir files read as dumps
   documents: int = 0
   sentences: int = 0
 
@@ -90,9 +93,16 @@ def iter_text_file_documents(path, blanks_separate_docs=True):
 
 
 def iter_text_dir(corpus_dir, blanks_separate_docs=True, stats=None):
-  """Documents of every readable UTF-8 file in ``corpus_dir``; binary/non-UTF-8 files are skipped."""
+  """Documents of every readable UTF-8 file in ``corpus_dir``; binary/non-UTF-8 files are skipped.
+
+  A MediaWiki dump among them (recognised by content, whatever its name) is read as ``--wikipedia-dump``
+  reads it: as text its XML and wikitext markup would fill most examples.
+  """
   stats = stats if stats is not None else CorpusStats()
   for path in list_corpus_files(corpus_dir):
+    if is_wikipedia_dump(path):
+      yield from _iter_found_dump(path, stats)
+      continue
     reason = _check_text_file(path)
     if reason:
       stats.files_skipped.append(f"{path} ({reason})")
@@ -158,17 +168,68 @@ def _remove(code, node):
     pass
 
 
+# The compression of a dump is read from its first bytes, so a renamed or oddly named dump still opens.
+_BZ2_MAGIC, _GZIP_MAGIC = b"BZh", b"\x1f\x8b"
+_DUMP_ROOT = b"<mediawiki"
+_DUMP_SNIFF_BYTES = 1 << 12  # the root element follows at most an XML declaration and a comment
+
+
+def _open_dump(path):
+  with open(path, "rb") as f:
+    magic = f.read(3)
+  if magic.startswith(_BZ2_MAGIC):
+    return bz2.open(path, "rb")
+  if magic.startswith(_GZIP_MAGIC):
+    return gzip.open(path, "rb")
+  return open(path, "rb")
+
+
+def _dump_head(path):
+  with _open_dump(path) as f:
+    return f.read(_DUMP_SNIFF_BYTES)
+
+
+def is_wikipedia_dump(path):
+  """True when ``path`` (plain, bzip2 or gzip) opens with a MediaWiki XML export's root element."""
+  try:
+    return _DUMP_ROOT in _dump_head(path)
+  except (OSError, EOFError):
+    return False  # unreadable: the text check skips it with the reason
+
+
+def _iter_found_dump(path, stats):
+  """A dump found in a directory of text files: said once on stderr, then read as ``--wikipedia-dump``."""
+  print(f"note: {path} is a MediaWiki XML dump: reading its articles as --wikipedia-dump does", file=sys.stderr)
+  stats.wikipedia_dumps.append(path)
+  yield from iter_wikipedia_dump(path, stats)
+
+
+def _damaged_dump(path, problem):
+  return DataPrepError(f"Wikipedia dump {path} is truncated or corrupt ({problem}); download it again and "
+                       "pass the complete pages-articles .xml or .xml.bz2 file")
+
+
 def iter_wikipedia_dump(path, stats=None):
   """Streams a MediaWiki pages-articles dump (``.xml`` or ``.xml.bz2``): one article = one document.
 
-  Only main-namespace pages that are not redirects are used.
+  Only main-namespace pages that are not redirects are used. A truncated or corrupt file (bad XML, a bzip2
+  or gzip stream that ends early or fails to decompress) raises ``DataPrepError`` naming it.
   """
   stats = stats if stats is not None else CorpusStats()
   if not os.path.isfile(path):
     raise DataPrepError(f"Wikipedia dump {path} not found; pass a pages-articles .xml or .xml.bz2 file")
+  try:
+    head = _dump_head(path)
+  except EOFError as e:
+    raise _damaged_dump(path, f"the compressed stream ends early: {e}") from None
+  except OSError as e:
+    raise _damaged_dump(path, f"{type(e).__name__}: {e}") from None
+  if _DUMP_ROOT not in head:
+    raise DataPrepError(f"{path} is not a MediaWiki XML dump (no <mediawiki> element at its start); pass a "
+                        "pages-articles .xml or .xml.bz2 file (plain text files go in --corpus-dir)")
   stats.files_read += 1
   try:
-    with _open_binary(path) as f:
+    with _open_dump(path) as f:
       for _, elem in ET.iterparse(f, events=("end",)):
         if _local(elem.tag) != "page":
           continue
@@ -188,8 +249,11 @@ def iter_wikipedia_dump(path, stats=None):
         if doc:
           yield doc
   except ET.ParseError as e:
-    raise DataPrepError(f"Wikipedia dump {path} is not valid XML ({e}); pass an uncorrupted "
-                        "pages-articles .xml or .xml.bz2 dump") from None
+    raise _damaged_dump(path, f"not valid XML: {e}") from None
+  except EOFError as e:  # bz2/gzip: the stream ends before its end-of-stream marker
+    raise _damaged_dump(path, f"the compressed stream ends early: {e}") from None
+  except OSError as e:  # bz2 "Invalid data stream", gzip BadGzipFile / CRC errors
+    raise _damaged_dump(path, f"{type(e).__name__}: {e}") from None
 
 
 def _local(tag):
@@ -202,7 +266,7 @@ def _local(tag):
 
 def iter_books(books_dir, stats=None):
   """BooksCorpus style: every UTF-8 text file under ``books_dir`` (recursive, sorted) is one book = one
-  document; its lines/paragraphs are split into sentences."""
+  document; its lines/paragraphs are split into sentences. A MediaWiki dump there is read as a dump."""
   stats = stats if stats is not None else CorpusStats()
   if not os.path.isdir(books_dir):
     raise DataPrepError(f"books directory {books_dir} does not exist; pass --books-dir with one text "
@@ -212,6 +276,9 @@ def iter_books(books_dir, stats=None):
     dirs.sort()
     paths.extend(os.path.join(root, n) for n in sorted(files) if not n.startswith("."))
   for path in paths:
+    if is_wikipedia_dump(path):
+      yield from _iter_found_dump(path, stats)
+      continue
     reason = _check_text_file(path)
     if reason:
       stats.files_skipped.append(f"{path} ({reason})")

@@ -12,11 +12,13 @@ Definitions follow ``metric_fn`` in the reference's ``run_pretraining.py`` (tf.m
   (about 0.63 on the sample data); ``disc_auc_real`` reads 0.5 for it.
 - disc_accuracy / disc_precision / disc_recall: over real tokens; precision among predicted-replaced,
   recall among actually replaced.
-Results go to ``<model_dir>/results/unsup_results.{txt,json}`` (written atomically).
+Results go to ``<model_dir>/results/unsup_results.{txt,json,pkl}`` (written atomically).
 """
 
 import json
 import os
+import pickle
+import typing
 
 import numpy as np
 import tensorflow as tf
@@ -126,8 +128,10 @@ def results_json_path(results_txt: str) -> str:
   return os.path.splitext(results_txt)[0] + ".json"
 
 
-def write_results(results_txt: str, metrics: dict, step: int, split: str = "heldout") -> str:
-  """Appends ``step``'s metrics to ``results_txt`` (one line) and rewrites the JSON list beside it.
+def write_results(results_txt: str, metrics: dict, step: int, split: str = "heldout",
+                  results_pkl: typing.Optional[str] = None) -> str:
+  """Appends ``step``'s metrics to ``results_txt`` (one line) and rewrites the JSON list beside it and,
+  given ``results_pkl`` (the reference's hparam, ``unsup_results.pkl``), the same list pickled there.
 
   Returns the JSON path (``unsup_results.json``).
   """
@@ -139,6 +143,8 @@ def write_results(results_txt: str, metrics: dict, step: int, split: str = "held
   history = [h for h in history if not (h.get("step") == step and h.get("split") == split)]
   history.append({"step": int(step), "split": split, **{k: float(v) for k, v in metrics.items()}})
   runtime.atomic_write(json_path, json.dumps(history, indent=2) + "\n")
+  if results_pkl:
+    runtime.atomic_write(results_pkl, pickle.dumps(history))
   lines = [f"step {h['step']} ({h['split']}): " + " - ".join(
       f"{k}: {h[k]:.4f}" for k in sorted(h) if k not in ("step", "split")) for h in history]
   runtime.atomic_write(results_txt, "\n".join(lines) + "\n")

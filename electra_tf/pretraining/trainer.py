@@ -308,7 +308,7 @@ class Trainer:
       sums = batch if sums is None else {k: sums[k] + batch[k] for k in sums}
     metrics = evaluation.finalize(sums)
     if self.chief:
-      path = evaluation.write_results(cfg.results_txt, metrics, step)
+      path = evaluation.write_results(cfg.results_txt, metrics, step, results_pkl=cfg.results_pkl)
       self.log_fn(f"eval at step {step}: " + "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
                   + f"  (written to {path})")
       runtime.write_scalars(writer, step, metrics, prefix="eval/")

@@ -1,0 +1,103 @@
+"""Wikipedia dumps wherever they are given: recognised by content inside --corpus-dir (never packed as
+text), and a truncated or corrupt dump stops the build with one line naming the file."""
+
+import bz2
+import json
+import shutil
+
+import pytest
+
+from electra_tf.cli import build_data
+from electra_tf.errors import DataPrepError
+from electra_tf.pretrain_data import corpus
+
+tf = pytest.importorskip("tensorflow")
+
+
+@pytest.fixture
+def dump(data_dir):
+  path = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
+  if not path.exists():
+    pytest.skip(f"no Wikipedia dump at {path}")
+  return path
+
+
+def _one_error_line(capsys, argv):
+  assert build_data.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and err[0].startswith("error: "), err
+  return err[0]
+
+
+def _tokens(out_dir, vocab_file):
+  vocab = vocab_file.read_text(encoding="utf-8").splitlines()
+  spec = {"input_ids": tf.io.FixedLenFeature([128], tf.int64)}
+  tokens = []
+  for path in sorted(out_dir.glob("pretrain_data.tfrecord*")):
+    for record in tf.data.TFRecordDataset(str(path)):
+      tokens.extend(vocab[i] for i in tf.io.parse_single_example(record, spec)["input_ids"].numpy())
+  return tokens
+
+
+def test_dump_in_corpus_dir_is_read_as_a_dump(tmp_path, dump, bert_vocab, capsys):
+  articles = list(corpus.iter_wikipedia_dump(str(dump)))
+  corpus_dir = tmp_path / "corpus"
+  corpus_dir.mkdir()
+  shutil.copy(dump, corpus_dir / "enwiki.xml.bz2")
+  # Recognised by content, not name: the same dump uncompressed under a text file's name.
+  (corpus_dir / "pages.txt").write_bytes(bz2.decompress(dump.read_bytes()))
+  (corpus_dir / "notes.txt").write_text("A plain sentence.\nAnother one.\n", encoding="utf-8")
+
+  assert list(corpus.iter_text_dir(str(corpus_dir))) == articles + [["A plain sentence.", "Another one."]] + articles
+  capsys.readouterr()
+
+  out = tmp_path / "out"
+  assert build_data.main(["--corpus-dir", str(corpus_dir), "--vocab-file", str(bert_vocab), "--output-dir",
+                          str(out), "--num-shards", "1", "--no-progress"]) == 0
+  err = capsys.readouterr().err
+  assert err.count("is a MediaWiki XML dump") == 2 and "enwiki.xml.bz2" in err and "pages.txt" in err
+  meta = json.loads((out / "metadata.json").read_text())
+  assert meta["num_documents"] == 2 * len(articles) + 1
+  assert meta["num_sentences"] == 2 * sum(len(a) for a in articles) + 2
+  tokens = set(_tokens(out, bert_vocab))
+  # Packed as text, every page would carry its XML: <page>, <title>, <revision>, xmlns=...
+  assert not {"<", ">", "xml", "xmlns"} & tokens, {"<", ">", "xml", "xmlns"} & tokens
+  assert {"constructive", "vote", "confidence"} <= tokens
+
+
+def test_dump_in_books_dir_is_read_as_a_dump(tmp_path, dump):
+  shutil.copy(dump, tmp_path / "book.bz2")
+  assert list(corpus.iter_books(str(tmp_path))) == list(corpus.iter_wikipedia_dump(str(dump)))
+
+
+def test_xml_that_is_not_a_dump_stays_text(tmp_path):
+  (tmp_path / "a.xml").write_text("<doc>\n<p>Some text.</p>\n</doc>\n", encoding="utf-8")
+  assert not corpus.is_wikipedia_dump(str(tmp_path / "a.xml"))
+  assert list(corpus.iter_text_dir(str(tmp_path))) == [["<doc>", "<p>Some text.</p>", "</doc>"]]
+
+
+def test_truncated_dump_is_one_line_naming_the_file(tmp_path, dump, bert_vocab, capsys):
+  data = dump.read_bytes()
+  truncated = tmp_path / "enwiki-truncated.xml.bz2"
+  truncated.write_bytes(data[:len(data) // 2])
+  out = tmp_path / "out"
+  base = ["--vocab-file", str(bert_vocab), "--output-dir", str(out), "--num-shards", "1", "--no-progress"]
+  line = _one_error_line(capsys, base + ["--wikipedia-dump", str(truncated)])
+  assert str(truncated) in line and "truncated or corrupt" in line and "download it again" in line, line
+  assert not out.exists() and not list(tmp_path.glob("out.tmp-*"))
+
+  # A damaged block (bz2 "Invalid data stream", an OSError) and a cut uncompressed dump (bad XML).
+  corrupt = tmp_path / "enwiki-corrupt.xml.bz2"
+  corrupt.write_bytes(data[:1000] + b"0123456789" + data[1010:])
+  line = _one_error_line(capsys, base + ["--wikipedia-dump", str(corrupt)])
+  assert str(corrupt) in line and "truncated or corrupt" in line and "OSError" in line, line
+  cut_xml = tmp_path / "enwiki-cut.xml"
+  text = bz2.decompress(data)
+  cut_xml.write_bytes(text[:len(text) // 2])
+  with pytest.raises(DataPrepError, match="truncated or corrupt .*not valid XML"):
+    list(corpus.iter_wikipedia_dump(str(cut_xml)))
+
+  notes = tmp_path / "notes.txt"
+  notes.write_text("Just a sentence.\n", encoding="utf-8")
+  line = _one_error_line(capsys, base + ["--wikipedia-dump", str(notes)])
+  assert "is not a MediaWiki XML dump" in line and "--corpus-dir" in line, line
