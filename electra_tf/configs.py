@@ -170,6 +170,10 @@ class PretrainingConfig(RuntimeConfig):
   log_every_steps: int = field(0, "extra log lines within a loop (0 = one per loop)", min=0)
   stop_on_collapse: bool = field(False, "stop (exit 2, keeping the last checkpoint) when the discriminator "
                                  "collapses to a constant; it is always reported (docs/short_runs.md)")
+  # Opt-in: by default a corrupt record stops the run naming its shard, so bad data is never trained on
+  # silently; this trades the lost records (counted from metadata.json) for finishing the run.
+  skip_bad_records: bool = field(False, "skip TFRecords that cannot be read or parsed (the rest of their shard "
+                                 "too) instead of stopping; each shard that loses records is reported")
   max_predictions_per_seq: int = field(19, "derived: int((mask_prob + 0.005) * max_seq_length)", min=1)
 
   @classmethod

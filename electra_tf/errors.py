@@ -38,6 +38,11 @@ class OutputExistsError(ElectraError, FileExistsError):
   """An output that exists already and would be replaced without ``--overwrite``."""
 
 
+class OutputPathError(ElectraError, OSError):
+  """An output location that cannot be written (missing directory, a file in the way, no permission), found
+  before the long work that would write it."""
+
+
 class DataError(ElectraError, ValueError):
   """A malformed fine-tuning data file: names the file, the line (if known) and the problem."""
 

@@ -6,10 +6,14 @@
 - ``write_scalars``, ``progress_bar``, ``format_duration``: TensorBoard scalars, the progress bar, ETAs.
 - ``atomic_write`` / ``atomic_directory``: outputs appear whole or not at all (write to a temporary name
   beside the destination, then rename), so an interrupted job never leaves a half-written file.
+- ``check_writable``: an output that could not be written is reported before the work, not after it.
+- ``restore_checkpoint``: a restore that may not fit, reported in one line without TensorFlow's noise.
 """
 
 import contextlib
+import gc
 import json
+import logging
 import math
 import os
 import shutil
@@ -24,7 +28,7 @@ import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from electra_tf.configs import RuntimeConfig
-from electra_tf.errors import HParamError, OutputExistsError
+from electra_tf.errors import HParamError, OutputExistsError, OutputPathError
 
 PRECISION_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
@@ -153,6 +157,44 @@ def format_duration(seconds: float) -> str:
 
 # --- safe writes --------------------------------------------------------------------------------------------
 
+def check_writable(path: str, what: str = "output", directory: bool = False, create_parents: bool = True):
+  """Raises ``OutputPathError`` (naming the problem and the fix) when ``path`` could not be written.
+
+  Call it before long work, so that hours of it are not lost to a typo in an output path. ``path`` is a
+  file (with ``directory``: a directory) the job will create, replace or write into; ``what`` names it in
+  the message. Missing directories above it are fine (jobs create them) unless ``create_parents`` is False.
+  Remote paths (``gs://...``) are left to the job.
+  """
+  if "://" in str(path):
+    return
+  path = os.path.abspath(os.fspath(path))
+  parent = os.path.dirname(path)
+  if os.path.isdir(path):
+    if not directory:
+      raise OutputPathError(f"cannot write the {what} {path}: it is a directory; name a file")
+    probe = path
+  elif os.path.lexists(path) and directory:
+    raise OutputPathError(f"cannot write the {what} {path}: a file is in the way; remove it or choose "
+                          "another path")
+  else:
+    probe = parent
+    while not os.path.lexists(probe):
+      probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+      raise OutputPathError(f"cannot write the {what} {path}: {probe} is a file, not a directory; choose "
+                            "another path")
+    if probe != parent and not create_parents:
+      raise OutputPathError(f"cannot write the {what} {path}: directory {parent} does not exist; create it "
+                            f"(mkdir -p {parent}) or choose another path")
+  try:
+    # Creating a file is the real test: os.access() ignores ACLs, quotas and, for root, the mode bits.
+    with tempfile.TemporaryFile(dir=probe):
+      pass
+  except OSError as e:
+    raise OutputPathError(f"cannot write the {what} {path}: {probe} is not writable ({e.strerror}); choose "
+                          "another path or fix its permissions") from None
+
+
 def atomic_write(path: str, data: typing.Union[str, bytes]):
   """Writes ``data`` (text as UTF-8) to ``path`` through a temporary file in the same directory."""
   directory = os.path.dirname(os.path.abspath(path))
@@ -161,6 +203,7 @@ def atomic_write(path: str, data: typing.Union[str, bytes]):
   try:
     with os.fdopen(fd, "wb") as f:
       f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; the renamed result should not be
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
@@ -200,3 +243,35 @@ class atomic_directory:  # pylint: disable=invalid-name
     else:
       os.rename(self.tmp, self.dest)
     return False
+
+
+# --- checkpoints --------------------------------------------------------------------------------------------
+
+def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
+                       require_match: bool = True) -> typing.Optional[str]:
+  """Restores ``objects`` (the root's children of a ``tf.train.Checkpoint``) from ``prefix``; returns None,
+  or the first line of why the checkpoint does not fit (another model size or structure), for the caller's
+  one-line error. ``require_match``: every object must be in the checkpoint (else only what is restored
+  must fit).
+
+  A restore that fails half-way leaves TensorFlow's restore state behind, and when that is collected it
+  logs a warning per value it did not restore: hundreds of lines after the error. The checkpoint and that
+  state are collected here, with TensorFlow's logger quiet, before the caller reports anything.
+  """
+  logger = tf.get_logger()
+  level = logger.level
+  logger.setLevel(logging.ERROR)
+  try:
+    checkpoint = tf.train.Checkpoint(**objects)
+    try:
+      status = checkpoint.read(prefix).expect_partial()
+      if require_match:
+        status.assert_existing_objects_matched()
+      return None
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+      reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    del checkpoint  # it holds the restore state too
+    gc.collect()  # the failure (its traceback holds the restore state) is gone once the except block ends
+    return reason
+  finally:
+    logger.setLevel(level)

@@ -37,3 +37,32 @@ def test_build_vocab_special_tokens_at_reference_ids(tmp_path, small_corpus, sen
 def test_build_vocab_errors(tmp_path, capsys):
   assert build_vocab.main(["--output", str(tmp_path / "v.txt")]) == 2
   assert capsys.readouterr().err.startswith("error: no corpus given")
+
+
+@pytest.mark.parametrize("sentencepiece", [False, True])
+def test_build_vocab_checks_its_output_before_learning(tmp_path, capsys, monkeypatch, sentencepiece):
+  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+  import sentencepiece as spm
+
+  def learning_started(*args, **kwargs):
+    raise AssertionError("the vocab was learnt before its output was checked")
+
+  monkeypatch.setattr(bert_vocab_from_dataset, "bert_vocab_from_dataset", learning_started)
+  monkeypatch.setattr(spm.SentencePieceTrainer, "train", learning_started)
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text("The cat sat on the mat.\n", encoding="utf-8")
+  base = ["--corpus-dir", str(corpus), "--vocab-size", "400"] + (["--sentencepiece"] if sentencepiece else [])
+  missing = tmp_path / "no" / "such" / "dir"
+  out = missing / ("sp" if sentencepiece else "vocab.txt")
+  assert build_vocab.main(base + ["--output", str(out)]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  what = f"SentencePiece model {out}.model" if sentencepiece else f"vocab {out}"
+  assert err == [f"error: cannot write the {what}: directory {missing} does not exist; create it "
+                 f"(mkdir -p {missing}) or choose another path"]
+  assert build_vocab.main(base + ["--output", str(corpus / "a.txt" / "vocab")]) == 2
+  assert "a.txt is a file, not a directory" in capsys.readouterr().err
+  if not sentencepiece:
+    assert build_vocab.main(base + ["--output", str(corpus)]) == 2
+    assert "it is a directory; name a file" in capsys.readouterr().err
+  assert not (tmp_path / "no").exists()

@@ -5,13 +5,17 @@
 
 With no corpus, vocab or output arguments it builds the embedded sample setup (./sample_run: IMDB
 reviews, a learned 8k vocab) so the command can be tried alone.
+
+  python data_prep/build_pretraining_dataset.py --verify --output-dir pretrain_tfrecords
+
+reads every record of every shard of a built directory and checks it against its metadata.json.
 """
 
 import argparse
 
 from electra_tf.cli import common
 from electra_tf.errors import DataPrepError
-from electra_tf.pretrain_data import build
+from electra_tf.pretrain_data import build, verify
 
 
 def parse_args(argv=None):
@@ -46,6 +50,9 @@ def parse_args(argv=None):
                  help="fraction of documents held out as pretrain_eval.tfrecord-*")
   p.add_argument("--num-eval-shards", type=int, default=None)
   p.add_argument("--no-progress", dest="progress", action="store_false")
+  p.add_argument("--verify", action="store_true",
+                 help="build nothing: read every record of every shard in --output-dir and check CRCs, "
+                 "feature shapes, record counts and checksums against its metadata.json")
   return p.parse_args(argv)
 
 
@@ -66,7 +73,17 @@ def _use_sample_setup_if_no_data(args):
                         "setup)")
 
 
+def _verify(args):
+  if not args.output_dir:
+    raise DataPrepError("--verify needs --output-dir DIR, the directory the data was built into")
+  report = verify.verify_pretraining_data(args.output_dir, progress=args.progress)
+  report.raise_if_bad()
+  print(report.summary())
+
+
 def _run(args):
+  if args.verify:
+    return _verify(args)
   _use_sample_setup_if_no_data(args)
   tfds = None
   if args.tfds_name:

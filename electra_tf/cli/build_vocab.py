@@ -1,7 +1,9 @@
 """Learns a WordPiece vocab.txt or a SentencePiece .model from the same corpus sources as data prep.
 
   python data_prep/build_vocab.py --corpus-dir corpus/ --output vocab.txt --vocab-size 30522
-  python data_prep/build_vocab.py --wikipedia-dump dump.xml.bz2 --sentencepiece --output spm/sp
+  python data_prep/build_vocab.py --wikipedia-dump dump.xml.bz2 --sentencepiece --output sp
+
+The output's directory must exist; it is checked before the (long) learning.
 """
 
 import argparse
@@ -22,7 +24,8 @@ def parse_args(argv=None):
   p.add_argument("--tfds-data-dir", default=None)
   p.add_argument("--blanks-separate-docs", action=argparse.BooleanOptionalAction, default=True)
   p.add_argument("--output", required=True,
-                 help="vocab.txt path (WordPiece) or model prefix (SentencePiece: PREFIX.model)")
+                 help="vocab.txt path (WordPiece) or model prefix (SentencePiece: PREFIX.model) in an "
+                 "existing directory")
   p.add_argument("--sentencepiece", action="store_true", help="train a SentencePiece model instead")
   p.add_argument("--sentencepiece-model-type", default="unigram", choices=["unigram", "bpe"])
   p.add_argument("--vocab-size", type=int, default=30522)

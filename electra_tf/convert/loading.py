@@ -11,6 +11,7 @@ import typing
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from electra_tf import runtime
 from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
 from electra_tf.convert import checkpoints as ckpt
 from electra_tf.convert.architecture import Architecture, ConversionError
@@ -103,7 +104,10 @@ def _load_object_checkpoint(prefix: str, target) -> LoadReport:
     return _load_object_checkpoint_by_name(prefix, target)
   variables = target_variables(target)
   before = {n: v.numpy().copy() for n, v in variables.items()}
-  tf.train.Checkpoint(**parts).read(prefix).expect_partial()
+  problem = runtime.restore_checkpoint(prefix, parts, require_match=False)  # what matched is counted below
+  if problem is not None:
+    raise ConversionError(f"{prefix} does not fit networks of this shape; pass the pre-training run's model "
+                          f"hparams: {problem}")
   # The object graph does not say which of our weights it covered; a restored weight has changed.
   loaded = [n for n, v in variables.items() if not (v.numpy() == before[n]).all()]
   if not loaded:
@@ -136,12 +140,11 @@ def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
     raise ConversionError(f"{prefix}: a TF2 checkpoint without discriminator or generator weights")
   shell_encoder.dummy_build()
   shell.head.build()
-  try:
-    tf.train.Checkpoint(**root).read(prefix).expect_partial().assert_existing_objects_matched()
-  except (ValueError, AssertionError) as e:
+  problem = runtime.restore_checkpoint(prefix, root)
+  if problem is not None:
     raise ConversionError(f"{prefix} does not fit a model of this shape (L={encoder.config.num_hidden_layers} "
                           f"H={encoder.config.hidden_size} vocab={encoder.config.vocab_size}); pass the "
-                          f"pre-training run's model hparams: {str(e).splitlines()[0]}") from None
+                          f"pre-training run's model hparams: {problem}")
   arrays = {n: v.numpy() for n, v in encoder_variables(shell_encoder, "electra", embeddings_scope="electra").items()}
   variables = target_variables(target)
   loaded = ckpt.assign_arrays(variables, arrays)

@@ -82,6 +82,7 @@ class FinetuningRun:
     self.config = config
     if config.num_trials == 0:
       raise HParamError("num_trials is 0: nothing to run")
+    runtime.check_writable(config.model_dir, "model directory", directory=True)  # before training, not after
     self.tokenizer = tokenizer or load_tokenizer(config.vocab_file, config.do_lower_case)
     self.tasks = get_tasks(config, self.tokenizer)
     self.data = FinetuningData(config, self.tasks)

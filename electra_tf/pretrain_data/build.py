@@ -128,20 +128,29 @@ class _ShardWriter:
   def __init__(self, tf, directory, prefix, num_shards):
     self._tf = tf
     self.names = [shard_name(prefix, i, num_shards) for i in range(num_shards)]
+    self._directory = directory
     self._writers = [tf.io.TFRecordWriter(os.path.join(directory, n)) for n in self.names]
+    self.num_records = [0] * num_shards
     self.num_examples = 0
     self.num_tokens = 0
 
   def write(self, ids, seg, lengths):
     for row in range(ids.shape[0]):
-      self._writers[self.num_examples % len(self._writers)].write(
-          _serialize(self._tf, ids[row], seg[row], lengths[row]))
+      shard = self.num_examples % len(self._writers)
+      self._writers[shard].write(_serialize(self._tf, ids[row], seg[row], lengths[row]))
+      self.num_records[shard] += 1
       self.num_examples += 1
     self.num_tokens += int(lengths.sum())
 
   def close(self):
     for w in self._writers:
       w.close()
+
+  def shards(self) -> dict:
+    """Per shard: its record count and SHA-256, so that verification can be exact (a shard cut at a
+    record boundary reads without error)."""
+    return {name: {"num_records": n, "sha256": tokenization.file_checksum(os.path.join(self._directory, name))}
+            for name, n in zip(self.names, self.num_records)}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -214,6 +223,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
   """
   sources = [s for s in (corpus_dir, *(wikipedia_dumps or ()), books_dir, tfds) if s]
   _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
+  runtime.check_writable(output_dir, "output directory", directory=True)
   try:
     tokenizer = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
   except ValueError as e:
@@ -290,7 +300,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
           "skipped_files": stats.files_skipped,
           "splits": {
               split: {"file_pattern": f"{prefix}-*-of-{len(w.names)}", "num_shards": len(w.names),
-                      "num_examples": w.num_examples, "num_tokens": w.num_tokens}
+                      "num_examples": w.num_examples, "num_tokens": w.num_tokens, "shards": w.shards()}
               for split, w, prefix in [(s, w, TRAIN_PREFIX if s == "train" else EVAL_PREFIX)
                                        for s, w in writers.items()]},
           "build_seconds": round(elapsed, 3),

@@ -1,8 +1,12 @@
 """Reads pre-training TFRecords like the reference's ``pretrain_helpers``/``run_pretraining`` input_fn."""
 
+import os
+import sys
+
 import tensorflow as tf
 
 from electra_tf.errors import DataPrepError
+from electra_tf.pretrain_data import metadata
 
 
 def feature_spec(max_seq_length):
@@ -48,8 +52,27 @@ def _decode_record(record, spec):
   return {name: tf.cast(t, tf.int32) for name, t in example.items()}
 
 
+def _shard_skipping_bad_records(path, expected, spec, max_seq_length):
+  """One shard's decoded examples without the records that cannot be read or parsed (an unreadable one
+  ends the shard: TFRecord framing cannot be picked up again after it). When the shard ends with fewer
+  examples than metadata.json recorded (``expected``; -1: unknown), a warning names it and the count."""
+  examples = tf.data.TFRecordDataset(path).map(lambda r: _decode_record(r, spec)).ignore_errors()
+  blank = {k: tf.zeros([max_seq_length], tf.int32) for k in spec}
+  marked = examples.map(lambda ex: (ex, False)).concatenate(tf.data.Dataset.from_tensors((blank, True)))
+
+  def count(n, item):
+    _, end = item
+    if end and n < expected:
+      tf.print("warning: skip_bad_records: skipped", expected - n, "of", expected, "records of", path,
+               "(unreadable or mis-shaped)", output_stream=sys.stderr)
+    return n + tf.cast(tf.logical_not(end), tf.int64), item
+
+  return (marked.scan(tf.constant(0, tf.int64), count)
+          .filter(lambda ex, end: tf.logical_not(end)).map(lambda ex, end: ex))
+
+
 def pretraining_dataset(file_patterns, max_seq_length, batch_size, is_training=True, num_cpu_threads=4,
-                        repeat=True, seed=None, check_files=True):
+                        repeat=True, seed=None, check_files=True, skip_bad_records=False):
   """The reference input_fn: repeat -> shuffle files -> interleave -> shuffle(100) -> batch.
 
   Args:
@@ -61,22 +84,38 @@ def pretraining_dataset(file_patterns, max_seq_length, batch_size, is_training=T
     repeat: repeat forever (the reference does so for training and eval); False gives one pass.
     seed: optional seed for the two shuffles.
     check_files: parse the first record of every file up front for a clear error on corrupt data.
+    skip_bad_records: drop records that cannot be read or parsed instead of failing (the rest of a shard
+      after an unreadable record is lost); a shard that gave fewer records than metadata.json recorded is
+      reported on stderr with the count each time it is read. Otherwise the same examples in the same
+      order.
 
   Returns:
     tf.data.Dataset of dicts ``input_ids``, ``input_mask``, ``segment_ids``: int32 [batch_size,
-    max_seq_length]. A record corrupted past the first one surfaces as tf.errors.DataLossError.
+    max_seq_length]. A record corrupted past the first one surfaces as tf.errors.DataLossError
+    (``verify.verify_pretraining_data`` finds it).
   """
   files = list_files(file_patterns)
-  if check_files:
+  if check_files and not skip_bad_records:
     check_tfrecords(files, max_seq_length)
   spec = feature_spec(max_seq_length)
-  d = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+  if skip_bad_records:
+    counts = metadata.shard_records(metadata.read_metadata(files[0]))
+    expected = [int(counts.get(os.path.basename(f), {}).get("num_records", -1)) for f in files]
+    d = tf.data.Dataset.from_tensor_slices((tf.constant(files), tf.constant(expected, tf.int64)))
+  else:
+    d = tf.data.Dataset.from_tensor_slices(tf.constant(files))
   if repeat:
     d = d.repeat()
   d = d.shuffle(buffer_size=len(files), seed=seed)
-  d = d.interleave(tf.data.TFRecordDataset, cycle_length=min(num_cpu_threads, len(files)),
-                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=not is_training)
-  d = d.shuffle(buffer_size=100, seed=seed)
-  d = d.map(lambda r: _decode_record(r, spec), num_parallel_calls=num_cpu_threads)
+  if skip_bad_records:  # decoded inside, so that a record that fails to parse is dropped too
+    d = d.interleave(lambda f, n: _shard_skipping_bad_records(f, n, spec, max_seq_length),
+                     cycle_length=min(num_cpu_threads, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=not is_training)
+    d = d.shuffle(buffer_size=100, seed=seed)
+  else:
+    d = d.interleave(tf.data.TFRecordDataset, cycle_length=min(num_cpu_threads, len(files)),
+                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=not is_training)
+    d = d.shuffle(buffer_size=100, seed=seed)
+    d = d.map(lambda r: _decode_record(r, spec), num_parallel_calls=num_cpu_threads)
   d = d.batch(batch_size, drop_remainder=True)
   return d.prefetch(tf.data.AUTOTUNE)

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from electra_tf.configs import PretrainingConfig
 from electra_tf.errors import DataPrepError, PretrainingError
-from electra_tf.pretrain_data import dataset, metadata
+from electra_tf.pretrain_data import dataset, metadata, verify
 
 log = logging.getLogger("electra_tf.pretraining")
 
@@ -61,6 +61,24 @@ def train_files(cfg: PretrainingConfig) -> typing.List[str]:
   return files
 
 
+def data_loss_error(cfg: PretrainingConfig, error: Exception, last_checkpoint) -> PretrainingError:
+  """The input pipeline met a corrupt record (its error names no file): the shard and record, found by
+  verifying the files now, the checkpoint that stays, and the ways out, in one line."""
+  log.warning("a pre-training TFRecord is corrupt; reading the files to find it")
+  patterns = ",".join([cfg.pretrain_tfrecords, os.path.join(_heldout_dir(cfg), HELDOUT_GLOB)])
+  try:
+    bad = verify.verify_pretraining_data(patterns, trust_checksums=True, stop_at_first=True).bad
+  except DataPrepError:
+    bad = []
+  where = (bad[0].describe() if bad else
+           f"{verify.error_text(error)} (no shard shows it when read again: a storage or network fault?)")
+  return PretrainingError(
+      f"corrupt pre-training data: {where}; stopped, the last good checkpoint ({last_checkpoint or 'none'}) "
+      f"is kept. Check every shard with `python data_prep/build_pretraining_dataset.py --verify --output-dir "
+      f"{_heldout_dir(cfg) or '.'}`, rebuild the data, or set the hparam skip_bad_records to train without "
+      "unreadable records")
+
+
 def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: int, start_batch: int = 0):
   """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``.
 
@@ -68,14 +86,21 @@ def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: i
   splits them into consecutive per-replica batches, so replica r of the whole job gets rows
   [r * b, (r + 1) * b) of each global batch: the same examples as one device, in any topology.
   ``start_batch``: global batches to skip (the input position of a resumed run: one batch per step).
+  ``cfg.skip_bad_records``: unreadable records are dropped (and counted, where metadata.json has counts).
   """
+  if cfg.skip_bad_records:
+    first = patterns[0] if isinstance(patterns, (list, tuple)) else patterns
+    counted = metadata.shard_records(metadata.read_metadata(first))
+    log.warning("skip_bad_records: unreadable or mis-shaped records are skipped%s",
+                "; a shard that loses some is reported with the count" if counted else
+                " uncounted (metadata.json has no per-shard record counts: rebuild the data to count them)")
 
   def dataset_fn(ctx: tf.distribute.InputContext):
     per_replica = ctx.get_per_replica_batch_size(global_batch)
     per_pipeline = global_batch // ctx.num_input_pipelines
     ds = dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch,
                                      is_training=False,  # deterministic order: exact resume and replays
-                                     seed=seed, check_files=False)
+                                     seed=seed, check_files=False, skip_bad_records=cfg.skip_bad_records)
     if start_batch:
       ds = ds.skip(start_batch)
     if ctx.num_input_pipelines > 1:

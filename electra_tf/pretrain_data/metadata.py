@@ -9,7 +9,9 @@ from electra_tf import tokenization
 from electra_tf.errors import DataPrepError
 
 METADATA_FILE = "metadata.json"
-FORMAT_VERSION = 1
+# 2: each split lists its shards with their record counts and SHA-256 (``shards``); 1 had neither, and is
+# still read (verification is then by CRC and shapes only).
+FORMAT_VERSION = 2
 
 
 def write_metadata(output_dir, metadata):
@@ -40,6 +42,15 @@ def read_metadata(data_dir_or_glob):
   except (OSError, ValueError) as e:
     raise DataPrepError(f"pre-training data metadata {path} is unreadable ({e}); rebuild the data with "
                      "data_prep/build_pretraining_dataset.py") from None
+
+
+def shard_records(meta) -> dict:
+  """``{shard file name: {"num_records": n, "sha256": hex}}`` over every split; empty for metadata
+  written before format 2 (or none at all)."""
+  shards = {}
+  for split in ((meta or {}).get("splits") or {}).values():
+    shards.update(split.get("shards") or {})
+  return shards
 
 
 def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, strip_accents=None,

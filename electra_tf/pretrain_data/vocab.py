@@ -4,13 +4,11 @@ Special tokens go where the reference (BERT's vocab.txt) has them: [PAD]=0, [unu
 [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103.
 """
 
-import os
-
 import sentencepiece as spm
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
-from electra_tf import tokenization
+from electra_tf import runtime, tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
 
 
@@ -27,7 +25,8 @@ def _sentences(documents):
 def learn_wordpiece_vocab(documents, output_file, vocab_size=30522, do_lower_case=True,
                           strip_accents=None, max_sentences=None):
   """Learns a WordPiece vocab with the reference's special-token places; returns its size."""
-
+  # Before the learning, which takes hours on a real corpus; the output's directory is not created.
+  runtime.check_writable(output_file, "vocab", create_parents=False)
   # Pre-tokenize exactly as the reference tokenizer will (cleaning, CJK, casing, punctuation).
   basic = tokenization.BasicTokenizer(do_lower_case, strip_accents)
   lines = []
@@ -43,15 +42,14 @@ def learn_wordpiece_vocab(documents, output_file, vocab_size=30522, do_lower_cas
       reserved_tokens=reserved,
       # Input is already reference-normalised; the learner must only split on whitespace.
       bert_tokenizer_params=dict(lower_case=False), learn_params={})
-  with open(output_file, "w", encoding="utf-8") as f:
-    for token in vocab:
-      f.write(token + "\n")
+  runtime.atomic_write(output_file, "".join(token + "\n" for token in vocab))
   return len(vocab)
 
 
 def learn_sentencepiece_model(documents, model_prefix, vocab_size=32000, do_lower_case=False,
                               model_type="unigram", max_sentences=None):
   """Trains ``{model_prefix}.model``; returns its path. Special tokens at the reference's ids."""
+  runtime.check_writable(f"{model_prefix}.model", "SentencePiece model", create_parents=False)
 
   def sentences():
     for i, s in enumerate(_sentences(documents)):
@@ -62,7 +60,6 @@ def learn_sentencepiece_model(documents, model_prefix, vocab_size=32000, do_lowe
   # [PAD] 0 and [UNK] 100 as the reserved ids; [unused*], [CLS], [SEP], [MASK] as user-defined symbols
   # fill ids 1..99 and 101..103 in order.
   user_defined = [t for t in reserved_tokens() if t not in ("[PAD]", "[UNK]")]
-  os.makedirs(os.path.dirname(os.path.abspath(model_prefix)), exist_ok=True)
   spm.SentencePieceTrainer.train(
       sentence_iterator=sentences(), model_prefix=str(model_prefix), vocab_size=vocab_size,
       model_type=model_type, pad_id=0, unk_id=100, bos_id=-1, eos_id=-1, pad_piece="[PAD]",

@@ -57,6 +57,7 @@ class Trainer:
     self.strategy = strategy or runtime.select_strategy(cfg)  # first: multi-worker precedes TF runtime start
     if check_inputs:
       inputs.check_data(cfg)
+    runtime.check_writable(cfg.model_dir, "model directory", directory=True)  # before hours of training, not after
     special = special or masking.SpecialIds.from_vocab_file(cfg.vocab_file, cfg.vocab_size)
     runtime.set_precision_policy(cfg.mixed_precision)
     self.num_replicas = self.strategy.num_replicas_in_sync
@@ -244,6 +245,8 @@ class Trainer:
                         "command to resume")
             status = "interrupted"
             break
+      except tf.errors.DataLossError as e:
+        raise inputs.data_loss_error(cfg, e, manager.latest_checkpoint) from None
       finally:
         if bar is not None:
           bar.close()
