@@ -101,6 +101,8 @@ class RuntimeConfig(HParams):
 @dataclasses.dataclass
 class PretrainingConfig(RuntimeConfig):
   """Every pre-training option of the reference (section 2 of the spec) plus this port's additions."""
+  # Written into model_dir by every run, so that its checkpoints can be read without the command line.
+  SAVED_CONFIG_FILE: typing.ClassVar[str] = "pretraining_config.json"
   model_name: str = field("electra_small", "model directory name under <data_dir>/models")
   data_dir: str = field("", "root holding pretrain_tfrecords/, vocab.txt and models/")
   debug: bool = field(False, "tiny model, few steps (reference debug mode)")

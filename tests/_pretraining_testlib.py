@@ -30,8 +30,9 @@ def _wikitext_lines(data_dir: pathlib.Path, split: str, max_lines: int):
 def frequent_pieces_vocab(tokenizer, lines, top_k):
   """The 5 special tokens, then the ``top_k`` most frequent word pieces of ``lines``."""
   from collections import Counter
-  counts = Counter(t for line in lines for t in tokenizer.tokenize(line))
-  return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [t for t, _ in counts.most_common(top_k)]
+  special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  counts = Counter(t for line in lines for t in tokenizer.tokenize(line) if t not in special)
+  return special + [t for t, _ in counts.most_common(top_k)]
 
 
 def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: pathlib.Path,

@@ -1,8 +1,9 @@
 """``electra-convert`` or ``python -m electra_tf.convert`` {inspect, import-tf1, import-hf, export-tf1, export-hf,
 export-savedmodel}.
 
-Every input may be a reference TF1 checkpoint (prefix, ``.index`` or directory), this project's model
-directory, or a Hugging Face directory; the format is detected. Outputs are written to a temporary
+Every input may be a reference TF1 checkpoint (prefix, ``.index`` or directory), a ``run_pretraining.py``
+model directory (or one of its ``ckpt-<step>`` checkpoints), this project's model directory, or a Hugging
+Face directory; the format is detected. Outputs are written to a temporary
 directory beside the destination and renamed into place. Bad input prints one ``error: ...`` line to
 stderr and exits with status 2. See ``docs/interop.md``.
 """

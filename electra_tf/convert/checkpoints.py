@@ -12,8 +12,11 @@ Formats (``detect_format``):
 
 * ``huggingface``: a transformers directory (``config.json`` + ``model.safetensors`` or
   ``pytorch_model.bin``) of ``ElectraForPreTraining`` / ``ElectraForMaskedLM`` / ``ElectraModel``.
-* ``tf2``: a bare TF2 object checkpoint of ``PretrainingNetworks`` (what pre-training saves); it can only be
-  restored into networks of the same structure.
+* ``pretraining-run``: a ``run_pretraining.py`` model directory (its latest checkpoint) or one of its
+  checkpoint prefixes (``<dir>/ckpt-<step>``): TF2 object checkpoints next to ``pretraining_config.json``,
+  the run's hparams, from which the networks are rebuilt and restored, then read by reference name.
+* ``tf2``: a bare TF2 object checkpoint of ``PretrainingNetworks`` without that file (runs of electra-tf
+  before it was written); it can only be restored into networks of the same structure.
 
 Every reader returns a ``Source`` whose ``arrays`` are keyed by reference names; every writer takes such
 arrays. ``electra_tf.checkpoint_names.reference_variables`` is the one place that ties those names to our
@@ -33,11 +36,14 @@ import tensorflow as tf
 
 from electra_tf import runtime
 from electra_tf.checkpoint_names import reference_variables
+from electra_tf.configs import PretrainingConfig
+from electra_tf.modeling.models import build_pretraining_networks
 from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture, is_reference_weight
 from electra_tf.tokenization import load_vocab
 
-TF1, MODEL_DIR, HF, TF2 = "tf1", "electra-tf", "huggingface", "tf2"
+TF1, MODEL_DIR, HF, TF2, PRETRAINING_RUN = "tf1", "electra-tf", "huggingface", "tf2", "pretraining-run"
+RUN_CONFIG_FILE = PretrainingConfig.SAVED_CONFIG_FILE
 CONFIG_FILE = "electra_config.json"
 FORMAT_TAG = "electra-tf-model"
 VOCAB_FILE = "vocab.txt"
@@ -100,7 +106,14 @@ def detect_format(path: str) -> typing.Tuple[str, str]:
     names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
   except Exception as e:  # pylint: disable=broad-except
     raise ConversionError(f"{prefix}: not a readable TF checkpoint ({str(e).splitlines()[0]})") from None
-  return (TF2 if "_CHECKPOINTABLE_OBJECT_GRAPH" in names else TF1), prefix
+  if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
+    return TF1, prefix
+  return (PRETRAINING_RUN if os.path.isfile(_run_config_path(prefix)) else TF2), prefix
+
+
+def _run_config_path(path: str) -> str:
+  """The run's saved hparams, for its model directory or one of its checkpoint prefixes."""
+  return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), RUN_CONFIG_FILE)
 
 
 def count_vocab(vocab_file: str) -> int:
@@ -251,6 +264,42 @@ def read_model_config(path: str) -> dict:
   return meta
 
 
+def read_pretraining_config(path: str) -> PretrainingConfig:
+  """The hparams a ``run_pretraining.py`` run saved beside its checkpoints (``path``: the model directory or
+  a checkpoint prefix; unknown keys, from another version, are dropped)."""
+  path = _run_config_path(path)
+  try:
+    with open(path, encoding="utf-8") as f:
+      saved = json.load(f)
+  except (OSError, ValueError) as e:
+    raise ConversionError(f"{path}: cannot read the run's hparams ({e}); restore it from the run's "
+                          "--hparams or rerun pre-training") from None
+  cfg = PretrainingConfig()
+  return cfg.update({k: v for k, v in saved.items() if k in cfg.field_map()})
+
+
+def read_pretraining_run(prefix: str) -> Source:
+  """A pre-training checkpoint: the networks are rebuilt from the run's saved hparams, restored by object
+  structure (as the trainer saved them, optimizer slots left unread) and read back by reference name."""
+  cfg = read_pretraining_config(prefix)
+  nets = build_pretraining_networks(cfg)
+  parts = {k: v for k, v in (("discriminator", nets.discriminator), ("generator", nets.generator))
+           if v is not None}
+  reason = runtime.restore_checkpoint(prefix, parts)
+  if reason is not None:
+    raise ConversionError(f"{prefix} does not match the networks of {_run_config_path(prefix)} ({reason})")
+  numbered = re.search(r"-(\d+)$", prefix)  # the trainer numbers its checkpoints by step
+  step = int(numbered.group(1)) if numbered else None
+  vocab = cfg.vocab_file if cfg.vocab_file and os.path.isfile(cfg.vocab_file) else None
+  source = source_from_networks(nets, vocab, cfg.do_lower_case, step)
+  # Weights cannot tell the head count (or dropout); the run's own configs can.
+  arch = source.architecture
+  generator = None if arch.generator is None else (
+      cfg.discriminator_config() if arch.tied_generator else cfg.generator_config())
+  arch = dataclasses.replace(arch, discriminator=cfg.discriminator_config(), generator=generator)
+  return dataclasses.replace(source, format=PRETRAINING_RUN, path=prefix, architecture=arch)
+
+
 def read_source(path: str, generator_path: typing.Optional[str] = None) -> Source:
   """Any supported format -> ``Source`` (reference-named arrays and the detected architecture)."""
   fmt, resolved = detect_format(path)
@@ -262,8 +311,11 @@ def read_source(path: str, generator_path: typing.Optional[str] = None) -> Sourc
     return read_hf(resolved, generator_path)
   if fmt == MODEL_DIR:
     return read_model_dir(resolved)
-  raise ConversionError(f"{resolved} is a TF2 object checkpoint without {CONFIG_FILE}; restore it into "
-                        "networks with load_pretrained_weights, or import it into a model directory first")
+  if fmt == PRETRAINING_RUN:
+    return read_pretraining_run(resolved)
+  raise ConversionError(f"{resolved} is a TF2 pre-training checkpoint without the run's {RUN_CONFIG_FILE} "
+                        "(written by pre-training runs of electra-tf 0.1.0 and later); write the run's hparams "
+                        f"there as JSON ({{\"model_size\": ..., \"vocab_size\": ...}}) or rerun pre-training")
 
 
 def holds_weight(arch: Architecture, name: str) -> bool:

@@ -138,6 +138,7 @@ class PretrainingModel:
       out["disc_probs"] = tf.sigmoid(logits)
       out["disc_preds"] = tf.cast(logits > 0, tf.int32)  # round((sign + 1) / 2), 0 at a logit of exactly 0
       out["sampled_tokids"] = sampled
+      out["fake_ids"] = fake_ids
       total += cfg.disc_weight * out["disc_loss"]
     out["total_loss"] = total
     return out

@@ -197,6 +197,8 @@ class Trainer:
     cfg = self.cfg
     target = min(cfg.num_train_steps, max_steps or cfg.num_train_steps)
     ckpt, manager = self._make_checkpoint()
+    if self.chief:  # lets convert, fine-tuning and init_checkpoint rebuild the networks of this run
+      runtime.atomic_write(os.path.join(cfg.model_dir, cfg.SAVED_CONFIG_FILE), cfg.to_json())
     if manager.latest_checkpoint:
       ckpt.restore(manager.latest_checkpoint).assert_existing_objects_matched()
       self.log_fn(f"resuming from {manager.latest_checkpoint} at step {int(self.step_var.numpy())}")

@@ -1,0 +1,125 @@
+"""A ``run_pretraining.py`` model directory is a first-class input: ``convert`` inspects and exports it
+(transformers gives the trained discriminator's logits), a given step can be chosen, fine-tuning and
+pre-training's ``init_checkpoint`` read it through the same loader, and a run without its saved hparams
+gets one clear line."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import _convert_testlib as convert_lib
+import _pretraining_testlib as lib
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, data_dir, bert_vocab):
+  """A 10-step tiny pre-training run on a ~300-token vocab (checkpoints at steps 5 and 10), and its trainer."""
+  from electra_tf.configs import PretrainingConfig
+  from electra_tf.pretraining import trainer
+  root = lib.build_tfrecords(tmp_path_factory.mktemp("run"), data_dir, bert_vocab, max_lines=300, top_k=300)
+  vocab_size = len((root / "vocab.txt").read_text(encoding="utf-8").split())
+  cfg = PretrainingConfig.create("tiny_run", str(root), **lib.tiny_hparams(
+      num_train_steps=10, iterations_per_loop=5, save_checkpoints_steps=5, vocab_size=vocab_size,
+      generator_hidden_size=0.5))
+  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
+  t.train()
+  return cfg, t
+
+
+def _convert(args, capsys):
+  from electra_tf.cli import convert
+  code = convert.main(args)
+  out = capsys.readouterr()
+  return code, out.out, out.err
+
+
+def test_the_run_saves_its_hparams_beside_its_checkpoints(run):
+  cfg, _ = run
+  with open(os.path.join(cfg.model_dir, cfg.SAVED_CONFIG_FILE), encoding="utf-8") as f:
+    saved = json.load(f)
+  assert saved["vocab_size"] == cfg.vocab_size < 310 and saved["generator_hidden_size"] == 0.5
+  assert saved["model_hparam_overrides"]["hidden_size"] == 32
+
+
+def test_inspect_reads_the_run_at_its_latest_or_a_given_step(run, capsys):
+  cfg, t = run
+  code, out, err = _convert(["inspect", cfg.model_dir], capsys)
+  assert code == 0, err
+  assert "format: pretraining-run" in out and "global_step: 10" in out
+  assert f"vocab: {cfg.vocab_file}" in out
+  code, out, _ = _convert(["inspect", os.path.join(cfg.model_dir, "ckpt-5")], capsys)
+  assert code == 0 and "global_step: 5" in out
+
+  from electra_tf.convert import read_source
+  from electra_tf.checkpoint_names import reference_variables
+  source = read_source(cfg.model_dir)
+  ours = reference_variables(t.model.networks)
+  assert sorted(source.arrays) == sorted(ours)
+  for name, var in ours.items():
+    np.testing.assert_array_equal(source.arrays[name], var.numpy(), err_msg=name)
+  older = read_source(os.path.join(cfg.model_dir, "ckpt-5")).arrays
+  assert any(not np.array_equal(older[n], source.arrays[n]) for n in source.arrays)
+
+
+def test_export_hf_of_the_run_gives_the_trained_discriminators_logits(run, tmp_path, capsys):
+  transformers = pytest.importorskip("transformers")
+  pytest.importorskip("torch")
+  cfg, t = run
+  out = tmp_path / "hf"
+  code, _, err = _convert(["export-hf", cfg.model_dir, "--output", str(out)], capsys)
+  assert code == 0, err
+  assert sorted(os.listdir(out)) == ["discriminator", "generator"]
+  assert (out / "discriminator" / "vocab.txt").read_text() == open(cfg.vocab_file).read()
+  hf = transformers.ElectraForPreTraining.from_pretrained(str(out / "discriminator"))
+  inputs = convert_lib.random_inputs(cfg.vocab_size)
+  ours = convert_lib.our_logits(t.model.networks.discriminator, inputs)
+  theirs = convert_lib.hf_logits(hf, inputs)
+  diff = convert_lib.max_diff(ours, theirs)
+  assert diff <= 1e-4, (diff, np.abs(ours).max(), ours[:, :6], theirs[:, :6])
+  gen = transformers.ElectraForMaskedLM.from_pretrained(str(out / "generator"))
+  diff = convert_lib.max_diff(convert_lib.our_logits(t.model.networks.generator, inputs),
+                              convert_lib.hf_logits(gen, inputs))
+  assert diff <= 1e-4, diff
+
+
+def test_export_tf1_of_the_run_is_a_reference_checkpoint(run, tmp_path, capsys):
+  import tensorflow as tf
+  cfg, t = run
+  code, _, err = _convert(["export-tf1", cfg.model_dir, "--output", str(tmp_path / "tf1")], capsys)
+  assert code == 0, err
+  reader = tf.train.load_checkpoint(str(tmp_path / "tf1"))
+  assert int(reader.get_tensor("global_step")) == 10
+  emb = t.model.networks.discriminator.encoder.embeddings.word_embeddings.numpy()
+  np.testing.assert_array_equal(reader.get_tensor("electra/embeddings/word_embeddings"), emb)
+
+
+def test_finetuning_and_init_checkpoint_read_the_run_through_the_same_loader(run):
+  from electra_tf.checkpoint_names import reference_variables
+  from electra_tf.convert import load_pretrained_weights
+  from electra_tf.modeling import ElectraEncoder, build_pretraining_networks
+  cfg, t = run
+  trained = reference_variables(t.model.networks)
+  fresh = build_pretraining_networks(cfg)  # what init_checkpoint loads into
+  report = load_pretrained_weights(cfg.model_dir, fresh)
+  assert report.format == "pretraining-run" and not report.missing and report.global_step == 10
+  for name, var in reference_variables(fresh).items():
+    np.testing.assert_array_equal(var.numpy(), trained[name].numpy(), err_msg=name)
+  encoder = ElectraEncoder(cfg.discriminator_config(), name="electra")  # what fine-tuning loads into
+  encoder.dummy_build()
+  report = load_pretrained_weights(os.path.join(cfg.model_dir, "ckpt-10"), encoder)
+  assert not report.missing and any(n.startswith("generator") for n in report.unused)
+  np.testing.assert_array_equal(encoder.embeddings.word_embeddings.numpy(),
+                                trained["electra/embeddings/word_embeddings"].numpy())
+
+
+def test_a_run_without_its_saved_hparams_is_one_clear_line(run, tmp_path, capsys):
+  import shutil
+  cfg, _ = run
+  copy = tmp_path / "old_run"
+  shutil.copytree(cfg.model_dir, copy)
+  os.remove(copy / cfg.SAVED_CONFIG_FILE)
+  code, _, err = _convert(["inspect", str(copy)], capsys)
+  assert code == 2
+  assert err.count("\n") == 1 and "pretraining_config.json" in err
