@@ -22,11 +22,13 @@ import tempfile
 import threading
 import types
 import typing
+import uuid
 
 import keras
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from electra_tf import fileio
 from electra_tf.configs import RuntimeConfig
 from electra_tf.errors import HParamError, OutputExistsError, OutputPathError
 
@@ -196,7 +198,13 @@ def check_writable(path: str, what: str = "output", directory: bool = False, cre
 
 
 def atomic_write(path: str, data: typing.Union[str, bytes]):
-  """Writes ``data`` (text as UTF-8) to ``path`` through a temporary file in the same directory."""
+  """Writes ``data`` (text as UTF-8) to ``path`` through a temporary file in the same directory.
+
+  On a remote filesystem (``gs://``) the final rename is a copy then a delete: not atomic, but ``path``
+  never holds a half-written file."""
+  if fileio.is_remote(path):
+    _remote_atomic_write(str(path), data.encode("utf-8") if isinstance(data, str) else data)
+    return
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
@@ -211,15 +219,41 @@ def atomic_write(path: str, data: typing.Union[str, bytes]):
     raise
 
 
+def _remote_atomic_write(path: str, data: bytes):
+  directory = os.path.dirname(path)
+  fileio.makedirs(directory)
+  tmp = fileio.join(directory, f".tmp_{uuid.uuid4().hex}")
+  try:
+    with fileio.open_file(tmp, "wb") as f:
+      f.write(data)
+    fileio.rename(tmp, path)
+  except BaseException:
+    if fileio.exists(tmp):
+      fileio.remove(tmp)
+    raise
+
+
 class atomic_directory:  # pylint: disable=invalid-name
   """``with atomic_directory(dest, overwrite) as tmp:`` write into ``tmp``; it becomes ``dest`` on success.
 
   The old ``dest`` (with ``overwrite``) survives until the new one is complete; on an exception the
   temporary directory is removed and ``dest`` is untouched. Without ``overwrite`` an existing ``dest``
   raises ``OutputExistsError`` before any work.
+
+  A remote ``dest`` (``gs://``): ``tmp`` is a local staging directory (so writers that only know local
+  files work), uploaded beside ``dest`` when complete; then the old ``dest`` is deleted and the files are
+  renamed in one by one. Not atomic (object stores have no directory rename), but no file under ``dest``
+  is ever half-written, and a failed upload leaves the old ``dest`` in place.
   """
 
   def __init__(self, dest: str, overwrite: bool = False):
+    if fileio.is_remote(dest):
+      self.dest = str(dest).rstrip("/")
+      if fileio.exists(self.dest) and not overwrite:
+        raise OutputExistsError(f"{dest} already exists; pass --overwrite to replace it")
+      self.tmp = tempfile.mkdtemp(prefix=".electra-staging-")
+      os.chmod(self.tmp, 0o755)
+      return
     self.dest = os.path.abspath(os.fspath(dest))
     if os.path.exists(self.dest) and not overwrite:
       raise OutputExistsError(f"{dest} already exists; pass --overwrite to replace it")
@@ -235,6 +269,12 @@ class atomic_directory:  # pylint: disable=invalid-name
     if exc_type is not None:
       shutil.rmtree(self.tmp, ignore_errors=True)
       return False
+    if fileio.is_remote(self.dest):
+      try:
+        self._publish_remote()
+      finally:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+      return False
     if os.path.exists(self.dest):
       old = self.tmp + ".old"
       os.rename(self.dest, old)
@@ -243,6 +283,20 @@ class atomic_directory:  # pylint: disable=invalid-name
     else:
       os.rename(self.tmp, self.dest)
     return False
+
+
+  def _publish_remote(self):
+    staged = fileio.join(os.path.dirname(self.dest), f".{os.path.basename(self.dest)}.tmp-{uuid.uuid4().hex}")
+    fileio.upload(self.tmp, staged)  # the slow part; the old dest is untouched until it is done
+    fileio.makedirs(staged)  # an empty result is still a directory
+    if fileio.exists(self.dest):
+      fileio.rmtree(self.dest)
+    fileio.makedirs(self.dest)
+    for rel in fileio.walk_files(self.tmp):
+      target = fileio.join(self.dest, rel)
+      fileio.makedirs(os.path.dirname(target))
+      fileio.rename(fileio.join(staged, rel), target)
+    fileio.rmtree(staged, ignore_errors=True)
 
 
 # --- checkpoints --------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf import fileio
 from electra_tf.errors import VocabError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -39,7 +40,7 @@ _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700,
 def load_vocab(vocab_file):
   """Reads a WordPiece vocab (one token per line) into an ordered {token: id} dict, as the reference."""
   vocab = collections.OrderedDict()
-  with open(vocab_file, "r", encoding="utf-8") as f:
+  with fileio.open_file(vocab_file) as f:
     for index, line in enumerate(f):
       token = line.strip()
       if not token:
@@ -51,7 +52,7 @@ def load_vocab(vocab_file):
 def file_checksum(path):
   """SHA-256 of a vocab or SentencePiece model file (recorded in the dataset metadata)."""
   h = hashlib.sha256()
-  with open(path, "rb") as f:
+  with fileio.open_file(path, "rb") as f:
     for block in iter(lambda: f.read(1 << 20), b""):
       h.update(block)
   return h.hexdigest()
@@ -353,7 +354,7 @@ class SentencePieceTokenizer:
     """In-graph: [batch] tf.string -> tf.RaggedTensor [batch, (pieces)] int64 (tf-text SentencePiece)."""
 
     if self._tf_sp is None:
-      with open(self.vocab_file, "rb") as f, tf.init_scope():
+      with fileio.open_file(self.vocab_file, "rb") as f, tf.init_scope():
         self._tf_sp = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     if self.do_lower_case:
       text = tf.strings.lower(text, encoding="utf-8")
@@ -367,7 +368,7 @@ def is_sentencepiece_model(path):
   path = str(path)
   if path.endswith(".model"):
     return True
-  with open(path, "rb") as f:
+  with fileio.open_file(path, "rb") as f:
     head = f.read(4096)
   try:
     head.decode("utf-8")
@@ -389,10 +390,10 @@ def load_tokenizer(vocab_or_spm_path, do_lower_case=True, strip_accents=None, ch
   Raises ValueError (one line) if the file is missing or lacks [PAD]/[UNK]/[CLS]/[SEP]/[MASK].
   """
   path = str(vocab_or_spm_path)
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     raise VocabError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
   try:
-    tok = _load_cached(path, bool(do_lower_case), strip_accents, os.path.getmtime(path))
+    tok = _load_cached(path, bool(do_lower_case), strip_accents, fileio.getmtime(path))
   except (UnicodeDecodeError, RuntimeError, OSError) as e:
     raise VocabError(f"cannot read vocab {path} ({type(e).__name__}); pass a WordPiece vocab.txt "
                      "or a SentencePiece .model") from None

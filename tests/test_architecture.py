@@ -9,11 +9,12 @@ from conftest import REPO_ROOT
 LIBRARY = REPO_ROOT / "electra_tf"
 
 # Each unit (a package, or a top-level module) and the units it may import. Core modules sit at the bottom.
-CORE = {"errors", "hparams", "presets", "configs", "runtime", "tokenization", "optimization", "modeling",
-        "checkpoint_names", "reporting"}
+CORE = {"errors", "fileio", "hparams", "presets", "configs", "runtime", "tokenization", "optimization",
+        "modeling", "checkpoint_names", "reporting"}
 ALLOWED = {
-    "errors": set(), "hparams": {"errors"}, "presets": set(), "configs": {"errors", "hparams", "presets"},
-    "runtime": {"configs", "errors"}, "tokenization": {"errors"}, "optimization": set(),
+    "errors": set(), "fileio": set(), "hparams": {"errors"}, "presets": set(),
+    "configs": {"errors", "hparams", "presets"},
+    "runtime": {"configs", "errors", "fileio"}, "tokenization": {"errors", "fileio"}, "optimization": set(),
     "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": set(),
     "docs_gen": {"configs", "hparams"},
     "pretrain_data": CORE,

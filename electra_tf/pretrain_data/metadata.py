@@ -1,11 +1,12 @@
 """``metadata.json`` beside the TFRecords: what the data was built with, checked before pre-training."""
 
-import glob
 import json
 import logging
 import os
 
-from electra_tf import tokenization
+import tensorflow as tf
+
+from electra_tf import fileio, tokenization
 from electra_tf.errors import DataPrepError
 
 METADATA_FILE = "metadata.json"
@@ -16,7 +17,7 @@ FORMAT_VERSION = 2
 
 def write_metadata(output_dir, metadata):
   path = os.path.join(output_dir, METADATA_FILE)
-  with open(path, "w", encoding="utf-8") as f:
+  with fileio.open_file(path, "w") as f:
     json.dump(dict(metadata, format_version=FORMAT_VERSION), f, indent=2, sort_keys=True)
     f.write("\n")
   return path
@@ -25,21 +26,20 @@ def write_metadata(output_dir, metadata):
 def _metadata_dir(data_dir_or_glob):
   """A data directory, a TFRecord glob or a comma-separated list of globs -> the directory."""
   first = str(data_dir_or_glob).split(",")[0].strip()
-  if os.path.isdir(first):
+  if fileio.isdir(first) and not any(c in first for c in "*?["):
     return first
-  matches = sorted(glob.glob(first))
+  matches = sorted(fileio.glob(first))
   return os.path.dirname(matches[0] if matches else first) or "."
 
 
 def read_metadata(data_dir_or_glob):
   """The metadata dict, or None where the data has none (e.g. built by the reference's script)."""
   path = os.path.join(_metadata_dir(data_dir_or_glob), METADATA_FILE)
-  if not os.path.exists(path):
+  if not fileio.exists(path):
     return None
   try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except (OSError, ValueError) as e:
+    return json.loads(fileio.read_text(path))
+  except (OSError, ValueError, tf.errors.OpError) as e:
     raise DataPrepError(f"pre-training data metadata {path} is unreadable ({e}); rebuild the data with "
                      "data_prep/build_pretraining_dataset.py") from None
 
@@ -62,7 +62,7 @@ def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, 
       (``pretrain_tfrecords`` of the config; comma-separated allowed).
     vocab_file: the vocab / SentencePiece model the model will use (compared by SHA-256).
     do_lower_case, strip_accents: the tokenizer casing the model will use (strip_accents None = follow
-      do_lower_case, as the reference).
+      do_lower_case for WordPiece as the reference, off for SentencePiece).
     max_seq_length: the model's max_seq_length; TFRecords hold fixed-length features of exactly this.
     require: raise when there is no metadata (else log a warning and return None).
 
@@ -85,7 +85,7 @@ def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, 
   if int(meta["max_seq_length"]) != int(max_seq_length):
     raise DataPrepError(f"pre-training data in {where} has max_seq_length {meta['max_seq_length']} but the "
                      f"config has {max_seq_length}; {fix}")
-  if not os.path.isfile(str(vocab_file)):
+  if not fileio.isfile(str(vocab_file)):
     raise DataPrepError(f"vocab file {vocab_file} not found; pass the vocab the data in {where} was built "
                      f"with ({meta.get('vocab_file')})")
   checksum = tokenization.file_checksum(vocab_file)
@@ -95,7 +95,7 @@ def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, 
   if bool(meta["do_lower_case"]) != bool(do_lower_case):
     raise DataPrepError(f"pre-training data in {where} was built with do_lower_case={meta['do_lower_case']}"
                      f" but the config has do_lower_case={bool(do_lower_case)}; {fix}")
-  strip = bool(do_lower_case) if strip_accents is None else bool(strip_accents)
+  strip = tokenization.default_strip_accents(meta.get("tokenizer"), do_lower_case, strip_accents)
   if "strip_accents" in meta and bool(meta["strip_accents"]) != strip:
     raise DataPrepError(f"pre-training data in {where} was built with strip_accents={meta['strip_accents']}"
                      f" but the config has strip_accents={strip}; {fix}")

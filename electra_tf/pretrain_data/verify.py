@@ -14,7 +14,7 @@ import typing
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import runtime, tokenization
+from electra_tf import fileio, runtime, tokenization
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import dataset, metadata
 
@@ -162,7 +162,7 @@ def verify_files(files: typing.Sequence[str], max_seq_length: int, vocab_size: t
 
 def list_shards(data_dir_or_globs) -> typing.List[str]:
   """A data directory (its training and held-out shards) or comma-separated TFRecord globs -> files."""
-  if os.path.isdir(str(data_dir_or_globs)):
+  if fileio.isdir(str(data_dir_or_globs)):
     globs = [os.path.join(str(data_dir_or_globs), g) for g in FILE_GLOBS]
   else:
     globs = [g.strip() for g in str(data_dir_or_globs).split(",") if g.strip()]
@@ -181,8 +181,8 @@ def verify_pretraining_data(data_dir_or_globs, trust_checksums: bool = False, st
       ``VerifyReport.raise_if_bad``).
   """
   where = str(data_dir_or_globs)
-  is_dir = os.path.isdir(where)
-  if not is_dir and not any(c in where for c in "*?[,") and not os.path.exists(where):
+  is_dir = fileio.isdir(where)
+  if not is_dir and not any(c in where for c in "*?[,") and not fileio.exists(where):
     raise DataPrepError(f"{where} does not exist; pass the --output-dir the data was built into")
   files = list_shards(where)
   if not files:

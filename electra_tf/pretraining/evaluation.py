@@ -23,7 +23,7 @@ import typing
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import runtime
+from electra_tf import fileio, runtime
 
 NUM_THRESHOLDS = 200
 _KEPSILON = 1e-7  # tf.metrics.auc's
@@ -137,8 +137,8 @@ def write_results(results_txt: str, metrics: dict, step: int, split: str = "held
   """
   json_path = results_json_path(results_txt)
   history = []
-  if os.path.exists(json_path):
-    with open(json_path, encoding="utf-8") as f:
+  if fileio.exists(json_path):
+    with fileio.open_file(json_path) as f:
       history = json.load(f)
   history = [h for h in history if not (h.get("step") == step and h.get("split") == split)]
   history.append({"step": int(step), "split": split, **{k: float(v) for k, v in metrics.items()}})

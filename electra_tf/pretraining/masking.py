@@ -8,12 +8,11 @@
 - ``scatter_update`` ignores position 0 and averages duplicate updates (floordiv for ids).
 """
 
-import os
 import typing
 
 import tensorflow as tf
 
-from electra_tf import tokenization
+from electra_tf import fileio, tokenization
 from electra_tf.errors import PretrainingError, VocabError
 from electra_tf.pretraining import random_ops
 
@@ -36,7 +35,7 @@ class SpecialIds(typing.NamedTuple):
   @classmethod
   def from_vocab_file(cls, vocab_file: str, vocab_size: int) -> "SpecialIds":
     """Reads the vocab a pre-training run names and checks it fits ``vocab_size``; PretrainingError else."""
-    if not os.path.isfile(vocab_file):
+    if not fileio.isfile(vocab_file):
       raise PretrainingError(f"vocab file {vocab_file} not found; put the vocab the data was built with "
                              "there or pass {\"vocab_file\": ...} in --hparams")
     vocab = tokenization.load_vocab(vocab_file)

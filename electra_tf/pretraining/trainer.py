@@ -12,7 +12,6 @@ the one-device update of the same B (batch sizes are global, as in the reference
 
 import dataclasses
 import os
-import shutil
 import time
 import typing
 
@@ -20,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import runtime
+from electra_tf import fileio, runtime
 from electra_tf.configs import PretrainingConfig, pretraining_summary
 from electra_tf.convert import load_pretrained_weights
 from electra_tf.errors import PretrainingError
@@ -254,7 +253,7 @@ class Trainer:
           bar.close()
         writer.flush()
         if not self.chief:
-          shutil.rmtree(os.path.join(cfg.model_dir, ".worker_tmp"), ignore_errors=True)
+          fileio.rmtree(os.path.join(cfg.model_dir, ".worker_tmp"), ignore_errors=True)
     return LoopResult(step, status, last_log)
 
   def _loop_length(self, step: int, target: int) -> int:
