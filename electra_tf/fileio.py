@@ -32,7 +32,13 @@ def exists(path) -> bool:
 
 
 def isdir(path) -> bool:
-  return tf.io.gfile.isdir(str(path)) if is_remote(path) else os.path.isdir(path)
+  if not is_remote(path):
+    return os.path.isdir(path)
+  if not tf.io.gfile.isdir(str(path)):
+    return False
+  # ram:// calls any prefix of a file name a directory ("x/ckpt-4" of "x/ckpt-4.index"): ask for a child
+  # there (its empty directories then read as absent, which no caller minds).
+  return not str(path).startswith("ram://") or bool(tf.io.gfile.glob(str(path).rstrip("/") + "/*"))
 
 
 def isfile(path) -> bool:
@@ -121,6 +127,20 @@ def rename(src, dst):
     tf.io.gfile.rename(str(src), str(dst), overwrite=True)
   else:
     os.replace(src, dst)
+
+
+def move(src, dst):
+  """Moves a file or a directory tree. Remote: file by file (object stores have no directory rename)."""
+  if not (is_remote(src) or is_remote(dst)):
+    shutil.move(src, dst)
+    return
+  if not isdir(src):
+    rename(src, dst)
+    return
+  for rel in list(walk_files(src)):
+    makedirs(os.path.dirname(join(dst, rel)))
+    rename(join(src, rel), join(dst, rel))
+  rmtree(src, ignore_errors=True)
 
 
 def walk_files(root) -> typing.Iterator[str]:

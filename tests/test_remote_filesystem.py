@@ -87,16 +87,25 @@ def _pretraining_config(data, name, **hp):
   return PretrainingConfig.create(name, data, **lib.tiny_hparams(vocab_size=205, **hp))
 
 
-def test_pretraining_reads_data_and_writes_checkpoints_and_results_on_a_remote_filesystem(remote_data):
+@pytest.fixture(scope="module")
+def remote_run(remote_data):
+  """A 4-step pre-training run with data and model directory on ram://, evaluated (results on ram://)."""
   from electra_tf.pretraining import trainer
   cfg = _pretraining_config(remote_data, "remote", num_train_steps=4, iterations_per_loop=2,
                             save_checkpoints_steps=2, num_eval_steps=2)
-  assert cfg.model_dir.startswith("ram://")
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
   assert t.train().step == 4
+  t.evaluate(restore=True)
+  return cfg
+
+
+def test_pretraining_reads_data_and_writes_checkpoints_and_results_on_a_remote_filesystem(remote_run,
+                                                                                            remote_data):
+  from electra_tf.pretraining import trainer
+  cfg = remote_run
+  assert cfg.model_dir.startswith("ram://")
   assert tf.train.latest_checkpoint(cfg.model_dir).endswith("ckpt-4")
   assert fileio.isfile(fileio.join(cfg.model_dir, cfg.SAVED_CONFIG_FILE))
-  t.evaluate(restore=True)
   history = json.loads(fileio.read_text(fileio.join(cfg.model_dir, "results", "unsup_results.json")))
   assert history[-1]["step"] == 4 and np.isfinite(history[-1]["disc_loss"])
   assert fileio.isfile(cfg.results_pkl) and fileio.read_text(cfg.results_txt).startswith("step 4")
@@ -104,3 +113,45 @@ def test_pretraining_reads_data_and_writes_checkpoints_and_results_on_a_remote_f
   again = trainer.Trainer(_pretraining_config(remote_data, "remote", num_train_steps=6, iterations_per_loop=2,
                                               save_checkpoints_steps=2), progress=False, log_fn=lambda *_: None)
   assert again.train().step == 6
+
+
+def test_convert_reads_a_remote_pretraining_run_and_writes_remote_outputs(remote_run, capsys):
+  from electra_tf.cli import convert
+  from electra_tf.convert import checkpoints
+  cfg = remote_run
+  step = int(tf.train.latest_checkpoint(cfg.model_dir).rsplit("-", 1)[1])  # 6 once the resume test ran
+  assert convert.main(["inspect", cfg.model_dir]) == 0
+  out = capsys.readouterr().out
+  assert "format: pretraining-run" in out and f"global_step: {step}" in out
+  dest = fileio.join(os.path.dirname(cfg.model_dir), "tf1")
+  assert convert.main(["export-tf1", cfg.model_dir, "--output", dest]) == 0, capsys.readouterr().err
+  prefix = tf.train.latest_checkpoint(dest)
+  assert prefix.endswith(f"model.ckpt-{step}") and fileio.isfile(fileio.join(dest, "vocab.txt"))
+  source = checkpoints.read_source(dest)
+  assert source.format == checkpoints.TF1 and source.global_step == step
+  run = checkpoints.read_source(cfg.model_dir)
+  for name, value in run.arrays.items():
+    np.testing.assert_array_equal(source.arrays[name], value)
+
+
+def test_finetuning_reads_data_and_writes_models_and_results_on_a_remote_filesystem(tmp_path, remote_run):
+  import _finetuning_testlib as ft
+  from electra_tf.finetuning.run import FinetuningRun
+  ft.glue_files(tmp_path)
+  root = _ram("finetune")
+  _upload_tree(tmp_path, root)
+  vocab = fileio.join(remote_run.data_dir, "vocab.txt")
+  cfg = ft.tiny_config(root, ["sst", "mrpc"], vocab, write_test_outputs=True, keep_all_models=True,
+                       vocab_size=205, embedding_size=32, init_checkpoint=remote_run.model_dir)
+  assert cfg.raw_data_dir.startswith("ram://") and cfg.model_dir.startswith("ram://")
+  run = FinetuningRun(cfg, progress=False)
+  results = run.run()
+  assert set(results[0]) >= {"sst", "mrpc"}
+  model_dir = run.model_dir(1)
+  assert tf.train.latest_checkpoint(model_dir) is not None
+  assert fileio.isfile(fileio.join(model_dir, "vocab.txt"))
+  assert fileio.glob(fileio.join(model_dir, "tensorboard", "*"))  # kept across the checkpoint's rewrite
+  results_json = fileio.join(cfg.results_dir, f"{run.tasks_key}_results.json")
+  assert fileio.isfile(results_json) and fileio.isfile(results_json[:-len(".json")] + ".pkl")
+  assert fileio.glob(fileio.join(cfg.model_dir, "test_predictions", "sst_test_1_predictions.*"))
+  assert fileio.glob(fileio.join(cfg.model_dir, "glue_submission", "*", "SST-2.tsv"))

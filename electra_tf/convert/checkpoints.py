@@ -24,17 +24,15 @@ variables.
 """
 
 import dataclasses
-import glob
 import json
 import os
 import re
-import shutil
 import typing
 
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import runtime
+from electra_tf import fileio, runtime
 from electra_tf.checkpoint_names import reference_variables
 from electra_tf.configs import PretrainingConfig
 from electra_tf.modeling.models import build_pretraining_networks
@@ -73,15 +71,15 @@ def find_checkpoint_prefix(path: str) -> typing.Optional[str]:
   """A checkpoint prefix for a prefix, an ``.index`` file or a directory (its ``checkpoint`` state file,
   else its newest ``*.index``); None if there is none."""
   path = os.fspath(path)
-  if path.endswith(".index") and os.path.isfile(path):
+  if path.endswith(".index") and fileio.isfile(path):
     return path[:-len(".index")]
-  if os.path.isfile(path + ".index"):
+  if fileio.isfile(path + ".index"):
     return path
-  if os.path.isdir(path):
+  if fileio.isdir(path):
     latest = tf.train.latest_checkpoint(path)
-    if latest and os.path.isfile(latest + ".index"):
+    if latest and fileio.isfile(latest + ".index"):
       return latest
-    indexes = sorted(glob.glob(os.path.join(path, "*.index")), key=os.path.getmtime)
+    indexes = sorted(fileio.glob(os.path.join(path, "*.index")), key=fileio.getmtime)
     if indexes:
       return indexes[-1][:-len(".index")]
   return None
@@ -90,12 +88,12 @@ def find_checkpoint_prefix(path: str) -> typing.Optional[str]:
 def detect_format(path: str) -> typing.Tuple[str, str]:
   """(format, resolved path): the checkpoint prefix for TF1/TF2, the directory otherwise."""
   path = os.fspath(path)
-  if not os.path.exists(path) and not os.path.exists(path + ".index"):
+  if not fileio.exists(path) and not fileio.exists(path + ".index"):
     raise ConversionError(f"{path}: no such file or directory")
-  if os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE)):
+  if fileio.isdir(path) and fileio.isfile(os.path.join(path, CONFIG_FILE)):
     return MODEL_DIR, path
-  if os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json")):
-    if not any(os.path.isfile(os.path.join(path, f)) for f in HF_WEIGHT_FILES):
+  if fileio.isdir(path) and fileio.isfile(os.path.join(path, "config.json")):
+    if not any(fileio.isfile(os.path.join(path, f)) for f in HF_WEIGHT_FILES):
       raise ConversionError(f"{path} has a Hugging Face config.json but no {' or '.join(HF_WEIGHT_FILES)}")
     return HF, path
   prefix = find_checkpoint_prefix(path)
@@ -103,17 +101,17 @@ def detect_format(path: str) -> typing.Tuple[str, str]:
     raise ConversionError(f"{path} holds no checkpoint ({CONFIG_FILE}, a Hugging Face config.json, "
                           "or a TF checkpoint .index file)")
   try:
-    names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    names = tf.compat.v1.train.NewCheckpointReader(prefix).get_variable_to_shape_map()
   except Exception as e:  # pylint: disable=broad-except
     raise ConversionError(f"{prefix}: not a readable TF checkpoint ({str(e).splitlines()[0]})") from None
   if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
     return TF1, prefix
-  return (PRETRAINING_RUN if os.path.isfile(_run_config_path(prefix)) else TF2), prefix
+  return (PRETRAINING_RUN if fileio.isfile(_run_config_path(prefix)) else TF2), prefix
 
 
 def _run_config_path(path: str) -> str:
   """The run's saved hparams, for its model directory or one of its checkpoint prefixes."""
-  return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), RUN_CONFIG_FILE)
+  return os.path.join(path if fileio.isdir(path) else os.path.dirname(path), RUN_CONFIG_FILE)
 
 
 def count_vocab(vocab_file: str) -> int:
@@ -124,7 +122,7 @@ def count_vocab(vocab_file: str) -> int:
 def check_vocab(vocab_file: typing.Optional[str], arch: Architecture):
   if vocab_file is None:
     return
-  if not os.path.isfile(vocab_file):
+  if not fileio.isfile(vocab_file):
     raise ConversionError(f"vocab {vocab_file}: no such file")
   n, rows = count_vocab(vocab_file), arch.discriminator.vocab_size
   if n != rows:
@@ -133,9 +131,9 @@ def check_vocab(vocab_file: typing.Optional[str], arch: Architecture):
 
 
 def _sibling_vocab(path: str) -> typing.Optional[str]:
-  folder = path if os.path.isdir(path) else os.path.dirname(path)
+  folder = path if fileio.isdir(path) else os.path.dirname(path)
   candidate = os.path.join(folder, VOCAB_FILE)
-  return candidate if os.path.isfile(candidate) else None
+  return candidate if fileio.isfile(candidate) else None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -144,7 +142,7 @@ def _sibling_vocab(path: str) -> typing.Optional[str]:
 
 def read_tf1(prefix: str) -> Source:
   """A reference-layout TF1 checkpoint: pre-training weights, ``task_specific/*`` extras, the rest ignored."""
-  reader = tf.train.load_checkpoint(prefix)
+  reader = tf.compat.v1.train.NewCheckpointReader(prefix)
   shapes = reader.get_variable_to_shape_map()
   arch = infer_architecture(shapes, source=prefix)
   arrays, extra, ignored = {}, {}, []
@@ -187,11 +185,11 @@ def _hf_target(config: dict, path: str) -> str:
 
 def read_hf_state(path: str) -> typing.Tuple[dict, dict]:
   """(config.json dict, {hf_key: array}) of a transformers directory."""
-  with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+  with fileio.open_file(os.path.join(path, "config.json"), encoding="utf-8") as f:
     config = json.load(f)
   _hf_target(config, path)
   weights = os.path.join(path, HF_WEIGHT_FILES[0])
-  if os.path.isfile(weights):
+  if fileio.isfile(weights):
     from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
     return config, load_file(weights)
   import torch  # pylint: disable=g-import-not-at-top  (only for legacy .bin files)
@@ -238,8 +236,8 @@ def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:
 
 def _hf_lower_case(path: str) -> typing.Optional[bool]:
   tok = os.path.join(path, "tokenizer_config.json")
-  if os.path.isfile(tok):
-    with open(tok, encoding="utf-8") as f:
+  if fileio.isfile(tok):
+    with fileio.open_file(tok, encoding="utf-8") as f:
       return json.load(f).get("do_lower_case")
   return None
 
@@ -251,12 +249,12 @@ def read_model_dir(path: str) -> Source:
   vocab = os.path.join(path, VOCAB_FILE)
   return dataclasses.replace(source, format=MODEL_DIR, path=path,
                              architecture=Architecture.from_json(meta["architecture"]),
-                             vocab_file=vocab if os.path.isfile(vocab) else None,
+                             vocab_file=vocab if fileio.isfile(vocab) else None,
                              do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
 
 
 def read_model_config(path: str) -> dict:
-  with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
+  with fileio.open_file(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
     meta = json.load(f)
   if meta.get("format") != FORMAT_TAG:
     raise ConversionError(f"{path}/{CONFIG_FILE} is not an electra-tf model config (format "
@@ -269,7 +267,7 @@ def read_pretraining_config(path: str) -> PretrainingConfig:
   a checkpoint prefix; unknown keys, from another version, are dropped)."""
   path = _run_config_path(path)
   try:
-    with open(path, encoding="utf-8") as f:
+    with fileio.open_file(path, encoding="utf-8") as f:
       saved = json.load(f)
   except (OSError, ValueError) as e:
     raise ConversionError(f"{path}: cannot read the run's hparams ({e}); restore it from the run's "
@@ -290,7 +288,7 @@ def read_pretraining_run(prefix: str) -> Source:
     raise ConversionError(f"{prefix} does not match the networks of {_run_config_path(prefix)} ({reason})")
   numbered = re.search(r"-(\d+)$", prefix)  # the trainer numbers its checkpoints by step
   step = int(numbered.group(1)) if numbered else None
-  vocab = cfg.vocab_file if cfg.vocab_file and os.path.isfile(cfg.vocab_file) else None
+  vocab = cfg.vocab_file if cfg.vocab_file and fileio.isfile(cfg.vocab_file) else None
   source = source_from_networks(nets, vocab, cfg.do_lower_case, step)
   # Weights cannot tell the head count (or dropout); the run's own configs can.
   arch = source.architecture
@@ -352,7 +350,7 @@ def _save_bundle(prefix: str, arrays: typing.Mapping[str, np.ndarray], global_st
 
 def _write_checkpoint_state(folder: str, relative_prefix: str):
   """The ``checkpoint`` file through which ``tf.train.latest_checkpoint(folder)`` finds the bundle."""
-  with open(os.path.join(folder, "checkpoint"), "w", encoding="utf-8") as f:
+  with fileio.open_file(os.path.join(folder, "checkpoint"), "w", encoding="utf-8") as f:
     f.write(f'model_checkpoint_path: "{relative_prefix}"\nall_model_checkpoint_paths: "{relative_prefix}"\n')
 
 
@@ -367,7 +365,7 @@ def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step
     _save_bundle(os.path.join(tmp, name), arrays, global_step)
     _write_checkpoint_state(tmp, name)
     if vocab_file:
-      shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_FILE))
+      fileio.copy(vocab_file, os.path.join(tmp, VOCAB_FILE))
   return os.path.join(out_dir, name)
 
 
@@ -392,8 +390,8 @@ def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> st
     _save_bundle(os.path.join(tmp, WEIGHTS_PREFIX), arrays, source.global_step or 0)
     _write_checkpoint_state(tmp, WEIGHTS_PREFIX)  # the directory is also a reference init_checkpoint
     if source.vocab_file:
-      shutil.copyfile(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
-    with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
+      fileio.copy(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
+    with fileio.open_file(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
       json.dump(meta, f, indent=2, sort_keys=True)
   return out_dir
 
@@ -443,12 +441,12 @@ def write_hf(out_dir: str, source: Source, target: str, overwrite: bool = False,
   with runtime.atomic_directory(out_dir, overwrite) as tmp:
     save_file({k: np.ascontiguousarray(v, np.float32) for k, v in state.items()},
               os.path.join(tmp, HF_WEIGHT_FILES[0]), metadata={"format": "pt"})
-    with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+    with fileio.open_file(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
       json.dump(config, f, indent=2, sort_keys=True)
     if source.vocab_file:
-      shutil.copyfile(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
+      fileio.copy(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
       lower = True if source.do_lower_case is None else bool(source.do_lower_case)
-      with open(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+      with fileio.open_file(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump({"tokenizer_class": "ElectraTokenizer", "do_lower_case": lower,
                    "model_max_length": config.get("max_position_embeddings", 512)}, f, indent=2)
   return out_dir

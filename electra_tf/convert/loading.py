@@ -156,5 +156,5 @@ def _root_objects(prefix: str) -> set:
   """Names of the checkpoint root's children. Variable keys cannot tell: TF stores each variable under its
   first path, which is often the optimizer's (``optimizer/_trainable_variables/N``)."""
   graph = trackable_object_graph_pb2.TrackableObjectGraph()
-  graph.ParseFromString(tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+  graph.ParseFromString(tf.compat.v1.train.NewCheckpointReader(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
   return {child.local_name for child in graph.nodes[0].children}

@@ -12,6 +12,7 @@ import typing
 
 import numpy as np
 
+from electra_tf import fileio
 from electra_tf.errors import DataError  # re-exported: tasks raise it from here
 
 log = logging.getLogger("electra_tf.finetuning")
@@ -36,10 +37,10 @@ def read_tsv(path: str) -> typing.List[typing.Tuple[int, list]]:
   Lines end at "\n" only and fields split at tabs with no quoting (the reference reads GLUE files with
   ``quotechar=None``); other Unicode line separators (U+0085, U+2028) stay inside the text, as in the data.
   """
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     raise DataError(path, None, "file not found")
   rows = []
-  with open(path, "r", encoding="utf-8", newline="") as f:
+  with fileio.open_file(path, "r", newline="") as f:
     for line_no, line in enumerate(f, 1):
       rows.append((line_no, line.rstrip("\r\n").split("\t")))
   return rows

@@ -12,6 +12,7 @@ import json
 import os
 import typing
 
+from electra_tf import fileio
 from electra_tf.finetuning.base import (DataError, FeatureSpec, PredictionFiles, Task, common_feature_specs, log,
                                         pad)
 from electra_tf.finetuning.scorers.qa import MRQAScorer, SQuADScorer
@@ -242,10 +243,10 @@ class SQuADTask(QATask):
       data = self.source.squad_data(self, split)
     else:
       path = self.split_path(split)
-      if not os.path.isfile(path):
+      if not fileio.isfile(path):
         raise DataError(path, None, "file not found")
       try:
-        with open(path, "r", encoding="utf-8") as f:
+        with fileio.open_file(path) as f:
           data = json.load(f)["data"]
       except json.JSONDecodeError as e:
         raise DataError(path, e.lineno, f"invalid JSON: {e.msg}") from None
@@ -277,10 +278,10 @@ class MRQATask(QATask):
 
   def _read(self, split):
     path = self.split_path(split)
-    if not os.path.isfile(path):
+    if not fileio.isfile(path):
       raise DataError(path, None, "file not found")
     examples, failures, answers = [], 0, {}
-    with open(path, "r", encoding="utf-8") as f:
+    with fileio.open_file(path) as f:
       for line_no, line in enumerate(f, 1):
         if not line.strip():
           continue

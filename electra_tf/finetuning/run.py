@@ -9,11 +9,10 @@ with every trial so far plus the median / mean / std summary.
 import itertools
 import os
 import random
-import shutil
 import time
 import typing
 
-from electra_tf import runtime
+from electra_tf import fileio, runtime
 from electra_tf.convert import load_pretrained_weights, write_tf1
 from electra_tf.finetuning import outputs
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
@@ -69,7 +68,7 @@ def resolve_init_checkpoint(config) -> typing.Optional[str]:
   path = config.init_checkpoint
   if path in NO_CHECKPOINT or path is None:
     return None
-  if not os.path.exists(path) and not os.path.exists(path + ".index"):
+  if not fileio.exists(path) and not fileio.exists(path + ".index"):
     raise DataError(path, None, "init checkpoint not found (pass --init-checkpoint PATH to a pre-trained "
                     "model, or --init-checkpoint none to fine-tune from random weights)")
   return path
@@ -153,8 +152,8 @@ class FinetuningRun:
         raise HParamError(f"{n_padded} training examples give 0 steps at batch size {cfg.train_batch_size}")
       per_epoch = max(1, n_padded // cfg.train_batch_size)
       on_epoch = (lambda epoch: self.evaluate(trainer)) if cfg.do_eval and cfg.eval_every_epoch else None
-      if os.path.isdir(model_dir):
-        shutil.rmtree(model_dir)  # the reference wipes the trial's model directory
+      if fileio.isdir(model_dir):
+        fileio.rmtree(model_dir)  # the reference wipes the trial's model directory
       on_checkpoint = lambda step: self.save(trainer, model_dir, step, final=False)
       stats = trainer.train(arrays, steps, per_epoch, on_epoch, os.path.join(model_dir, "tensorboard"),
                             self.progress, on_checkpoint)
@@ -164,8 +163,8 @@ class FinetuningRun:
       results.update(self.evaluate(trainer))
     if cfg.write_test_outputs and trial <= cfg.n_writes_test:
       self.write_test_outputs(trainer, trial)
-    if not cfg.keep_all_models and os.path.isdir(model_dir):
-      shutil.rmtree(model_dir)
+    if not cfg.keep_all_models and fileio.isdir(model_dir):
+      fileio.rmtree(model_dir)
     return results
 
   def save(self, trainer: Trainer, model_dir: str, step: int, final: bool = True):
@@ -173,14 +172,14 @@ class FinetuningRun:
     replaces the previous one: fine-tuning does not resume (a new trial starts from a wiped directory, as
     in the reference), so a mid-run checkpoint only keeps the latest weights of a run that dies."""
     arrays = {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
-    vocab = self.config.vocab_file if os.path.isfile(self.config.vocab_file) else None
+    vocab = self.config.vocab_file if fileio.isfile(self.config.vocab_file) else None
     tb = os.path.join(model_dir, "tensorboard")
     keep = os.path.join(os.path.dirname(model_dir), f".tb_{os.path.basename(model_dir)}")
-    if os.path.isdir(tb):  # write_tf1 replaces the directory; keep the event files
-      shutil.move(tb, keep)
+    if fileio.isdir(tb):  # write_tf1 replaces the directory; keep the event files
+      fileio.move(tb, keep)
     write_tf1(model_dir, arrays, step, vocab, overwrite=True)
-    if os.path.isdir(keep):
-      shutil.move(keep, tb)
+    if fileio.isdir(keep):
+      fileio.move(keep, tb)
     if not final:
       log.info("saved %s at step %d (save_checkpoints_steps)", model_dir, step)
 

@@ -11,6 +11,7 @@ import typing
 
 import numpy as np
 
+from electra_tf import fileio
 from electra_tf.finetuning.base import DataError, FeatureSpec, Task, common_feature_specs, pad
 from electra_tf.finetuning.scorers.tagging import EntityLevelF1Scorer, get_span_labels, get_tags
 
@@ -27,10 +28,10 @@ class TaggingExample(typing.NamedTuple):
 
 def read_conll(path: str) -> typing.List[typing.Tuple[tuple, tuple]]:
   """[(words, tags)] of a CoNLL file; raises DataError for a missing file or a one-column line."""
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     raise DataError(path, None, "file not found")
   sentences, sentence = [], []
-  with open(path, "r", encoding="utf-8") as f:
+  with fileio.open_file(path) as f:
     for line_no, line in enumerate(f, 1):
       cols = line.strip().split()
       if not cols:
@@ -91,15 +92,15 @@ class Chunking(Task):
     """Sorted BIOES tags of every split present -> ids (pickled once, as the reference)."""
     if self._label_mapping is not None:
       return self._label_mapping
-    if os.path.exists(self.label_mapping_path):
-      with open(self.label_mapping_path, "rb") as f:
+    if fileio.exists(self.label_mapping_path):
+      with fileio.open_file(self.label_mapping_path, "rb") as f:
         self._label_mapping = pickle.load(f)
       return self._label_mapping
     tags = set()
     for split in ("train", "dev", "test"):
       if split == provided_split:
         sentences = provided
-      elif os.path.exists(os.path.join(self.data_dir, f"{split}.txt")):
+      elif fileio.exists(os.path.join(self.data_dir, f"{split}.txt")):
         sentences = self._sentences(split)
       else:
         continue
@@ -108,11 +109,11 @@ class Chunking(Task):
     if not tags:
       raise DataError(self.data_dir, None, "no tagged sentences in train/dev/test.txt")
     self._label_mapping = {t: i for i, t in enumerate(sorted(tags))}
-    os.makedirs(os.path.dirname(self.label_mapping_path), exist_ok=True)
+    fileio.makedirs(os.path.dirname(self.label_mapping_path))
     tmp = self.label_mapping_path + ".tmp"
-    with open(tmp, "wb") as f:
+    with fileio.open_file(tmp, "wb") as f:
       pickle.dump(self._label_mapping, f)
-    os.replace(tmp, self.label_mapping_path)
+    fileio.rename(tmp, self.label_mapping_path)
     return self._label_mapping
 
   def get_examples(self, split):
