@@ -51,6 +51,20 @@ EXPECTED = {  # task -> (train texts of the first example, its label, number of 
     "rte": (("What came into force?", "The law came into force."), "entailment", 2),
 }
 
+EXPECTED_EVAL = {  # task -> {split: [(text_a, text_b, label), ...]} of glue_files' dev and test files
+    "cola": {"dev": [("Good sentence here.", None, "1")], "test": [("Bill whistled past the house.", None)]},
+    "sst": {"dev": [("it 's a charming journey", None, "1")],
+            "test": [("uneasy mishmash of styles", None), ("a gem", None)]},
+    "mrpc": {"dev": [("He said so .", "He said it .", "1")], "test": [("PCCW 's chief .", "Chief of PCCW .")]},
+    "sts": {"dev": [("A man.", "A woman.", 1.0), ("A cat.", "A cat.", 5.0)], "test": [("A girl.", "A boy.")]},
+    "qqp": {"dev": [("Why?", "Why not?", "1")], "test": [("What?", "Which?")]},
+    "mnli": {"dev": [("The new rights are nice enough", "Everyone loves them", "neutral")],
+             "test_matched": [("A man", "A person")], "test_mismatched": [("A man", "A person")],
+             "diagnostic": [("The cat sat.", "The cat did not sit.")]},
+    "qnli": {"dev": [("When?", "Yesterday.", "entailment")], "test": [("Where?", "Here.")]},
+    "rte": {"dev": [("When?", "Yesterday.", "entailment")], "test": [("Where?", "Here.")]},
+}
+
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_glue_reader_columns(name, glue_dir, tokenizer, bert_vocab):
@@ -60,10 +74,13 @@ def test_glue_reader_columns(name, glue_dir, tokenizer, bert_vocab):
   assert len(train) == n
   assert (train[0].text_a, train[0].text_b, train[0].label) == (text_a, text_b, label)
   assert [e.eid for e in train] == list(range(n))
-  assert task.get_examples("dev")
-  for split in task.test_splits:
-    test = task.get_examples(split)
-    assert test[0].eid == 0 and test[0].label == task.dummy_label()
+  assert set(task.test_splits) == set(EXPECTED_EVAL[name]) - {"dev"}
+  for split, rows in EXPECTED_EVAL[name].items():  # dev and test splits are read as they are (not doubled)
+    examples = task.get_examples(split)
+    if split != "dev":
+      rows = [row + (task.dummy_label(),) for row in rows]
+    assert [(e.text_a, e.text_b, e.label) for e in examples] == rows, split
+    assert [e.eid for e in examples] == list(range(len(rows)))
   features = task.featurize(train, True)
   ids = features[0]["input_ids"]
   assert ids[0] == tokenizer.vocab["[CLS]"] and len(ids) == 32
