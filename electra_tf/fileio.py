@@ -10,6 +10,7 @@ safetensors) read through ``local_copy`` or write through ``upload`` from a loca
 
 import contextlib
 import glob as _glob
+import io
 import os
 import shutil
 import tempfile
@@ -76,9 +77,33 @@ def makedirs(path):
     os.makedirs(path, exist_ok=True)
 
 
+class _GFileRaw(io.RawIOBase):
+  """A remote file as a raw binary stream, so ``io.TextIOWrapper``, ``gzip`` and ``bz2`` can wrap it (GFile
+  itself lacks ``readable``/``readinto``)."""
+
+  def __init__(self, path: str):
+    super().__init__()
+    self._f = tf.io.gfile.GFile(path, "rb")
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, b) -> int:
+    data = self._f.read(len(b))
+    b[:len(data)] = data
+    return len(data)
+
+  def close(self):
+    self._f.close()
+    super().close()
+
+
 def open_file(path, mode: str = "r", encoding: str = "utf-8", newline=None):
-  """``open`` for local paths; ``tf.io.gfile.GFile`` (text is UTF-8) for remote ones."""
+  """``open`` for local paths; ``tf.io.gfile.GFile`` (text is UTF-8) for remote ones, and a buffered binary
+  stream for remote ``"rb"``."""
   if is_remote(path):
+    if mode == "rb":
+      return io.BufferedReader(_GFileRaw(str(path)), buffer_size=1 << 20)
     return tf.io.gfile.GFile(str(path), mode)
   if "b" in mode:
     return open(path, mode)  # pylint: disable=unspecified-encoding
@@ -143,9 +168,16 @@ def move(src, dst):
   rmtree(src, ignore_errors=True)
 
 
+def walk(root):
+  """``os.walk`` on any filesystem: (directory, subdirectory names, file names)."""
+  if not is_remote(root):
+    return os.walk(root)
+  return ((top, [d.rstrip("/") for d in dirs], files) for top, dirs, files in tf.io.gfile.walk(str(root)))
+
+
 def walk_files(root) -> typing.Iterator[str]:
   """Every file under ``root``, as paths relative to it."""
-  for top, _, files in (tf.io.gfile.walk(str(root)) if is_remote(root) else os.walk(root)):
+  for top, _, files in walk(root):
     rel = os.path.relpath(top, root) if not is_remote(root) else top[len(str(root).rstrip("/")):].lstrip("/")
     for name in files:
       yield os.path.normpath(os.path.join(rel, name)) if rel not in ("", ".") else name

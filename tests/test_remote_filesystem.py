@@ -82,6 +82,35 @@ def test_vocab_and_metadata_read_from_a_remote_filesystem(remote_data):
   assert not report.bad and len(report.shards) == 3
 
 
+def test_data_is_built_from_a_remote_corpus_into_a_remote_directory(tmp_path, bert_vocab):
+  import gzip
+  from electra_tf.pretrain_data import build, verify
+  root = _ram("build")
+  corpus = fileio.join(root, "corpus")
+  tf.io.gfile.makedirs(corpus)
+  text = "".join(f"The {i}th sentence of the corpus is here.\nIt has a second line.\n\n" for i in range(60))
+  with tf.io.gfile.GFile(fileio.join(corpus, "a.txt"), "w") as f:
+    f.write(text)
+  with tf.io.gfile.GFile(fileio.join(corpus, "b.txt.gz"), "wb") as f:
+    f.write(gzip.compress(text.encode("utf-8")))
+  vocab = fileio.join(root, "vocab.txt")
+  tf.io.gfile.copy(str(bert_vocab), vocab)
+  out = fileio.join(root, "pretrain_tfrecords")
+  meta = build.build_pretraining_dataset(out, vocab, corpus_dir=corpus, max_seq_length=32, num_shards=2,
+                                         eval_fraction=0.2, seed=1, progress=False)
+  assert meta["num_files_read"] == 2 and meta["vocab_file"] == vocab
+  # The same corpus on the local disk gives the same records.
+  local = tmp_path / "corpus"
+  local.mkdir()
+  (local / "a.txt").write_text(text, encoding="utf-8")
+  (local / "b.txt.gz").write_bytes(gzip.compress(text.encode("utf-8")))
+  local_meta = build.build_pretraining_dataset(tmp_path / "out", bert_vocab, corpus_dir=local, max_seq_length=32,
+                                               num_shards=2, eval_fraction=0.2, seed=1, progress=False)
+  assert meta["splits"] == local_meta["splits"]
+  report = verify.verify_pretraining_data(out)
+  assert not report.bad and report.exact
+
+
 def _pretraining_config(data, name, **hp):
   from electra_tf.configs import PretrainingConfig
   return PretrainingConfig.create(name, data, **lib.tiny_hparams(vocab_size=205, **hp))

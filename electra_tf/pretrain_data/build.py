@@ -19,7 +19,7 @@ import time
 import tensorflow as tf
 from tqdm import tqdm
 
-from electra_tf import runtime, tokenization
+from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
 from electra_tf.pretrain_data import packing
@@ -231,7 +231,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
   if corpus_dir:
     files = corpus_lib.list_corpus_files(corpus_dir)  # fails early on a missing directory
     if num_processes > 1 and min_bytes_per_worker and not (wikipedia_dumps or books_dir or tfds):
-      corpus_bytes = sum(os.path.getsize(f) for f in files)
+      corpus_bytes = sum(fileio.getsize(f) for f in files)
       useful = 1 + corpus_bytes // min_bytes_per_worker
       if useful < num_processes:
         print(f"note: {corpus_bytes / 2**20:.1f} MiB of text: using {useful} process(es), not {num_processes} "
@@ -239,7 +239,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
               file=sys.stderr)
         num_processes = useful
   num_eval_shards = num_eval_shards or max(1, round(num_shards * eval_fraction))
-  output_dir = os.path.abspath(output_dir)
+  output_dir = output_dir if fileio.is_remote(output_dir) else os.path.abspath(output_dir)
   stats = corpus_lib.CorpusStats()
   start = time.time()
   pool = None
@@ -284,7 +284,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
               file=sys.stderr)
       elapsed = time.time() - start
       meta = {
-          "vocab_file": os.path.abspath(str(vocab_file)),
+          "vocab_file": str(vocab_file) if fileio.is_remote(vocab_file) else os.path.abspath(str(vocab_file)),
           "vocab_sha256": tokenization.file_checksum(vocab_file),
           "vocab_size": len(tokenizer.vocab),
           "tokenizer": tokenizer.kind,

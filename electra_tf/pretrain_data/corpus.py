@@ -20,6 +20,7 @@ import blingfire
 import mwparserfromhell
 import tensorflow_datasets as tfds
 
+from electra_tf import fileio
 from electra_tf.errors import DataPrepError
 
 
@@ -32,12 +33,17 @@ class CorpusStats:
   sentences: int = 0
 
 
+def _decompress(opener, path):
+  # A remote file (gs://) is streamed through tf.io.gfile; local ones keep the library's own open.
+  return opener(fileio.open_file(path, "rb") if fileio.is_remote(path) else path, "rb")
+
+
 def _open_binary(path):
   if path.endswith(".gz"):
-    return gzip.open(path, "rb")
+    return _decompress(gzip.open, path)
   if path.endswith(".bz2"):
-    return bz2.open(path, "rb")
-  return open(path, "rb")
+    return _decompress(bz2.open, path)
+  return fileio.open_file(path, "rb")
 
 
 def _check_text_file(path):
@@ -69,11 +75,11 @@ def _iter_lines(path):
 
 def list_corpus_files(corpus_dir):
   """Sorted regular files of ``corpus_dir`` (the reference's sorted listdir), hidden files left out."""
-  if not os.path.isdir(corpus_dir):
+  if not fileio.isdir(corpus_dir):
     raise DataPrepError(f"corpus directory {corpus_dir} does not exist; pass --corpus-dir with "
                         "text files (one sentence per line, blank line between documents)")
-  names = sorted(n for n in os.listdir(corpus_dir)
-                 if not n.startswith(".") and os.path.isfile(os.path.join(corpus_dir, n)))
+  names = sorted(n for n in fileio.listdir(corpus_dir)
+                 if not n.startswith(".") and fileio.isfile(os.path.join(corpus_dir, n)))
   return [os.path.join(corpus_dir, n) for n in names]
 
 
@@ -175,13 +181,13 @@ _DUMP_SNIFF_BYTES = 1 << 12  # the root element follows at most an XML declarati
 
 
 def _open_dump(path):
-  with open(path, "rb") as f:
+  with fileio.open_file(path, "rb") as f:
     magic = f.read(3)
   if magic.startswith(_BZ2_MAGIC):
-    return bz2.open(path, "rb")
+    return _decompress(bz2.open, path)
   if magic.startswith(_GZIP_MAGIC):
-    return gzip.open(path, "rb")
-  return open(path, "rb")
+    return _decompress(gzip.open, path)
+  return fileio.open_file(path, "rb")
 
 
 def _dump_head(path):
@@ -216,7 +222,7 @@ def iter_wikipedia_dump(path, stats=None):
   or gzip stream that ends early or fails to decompress) raises ``DataPrepError`` naming it.
   """
   stats = stats if stats is not None else CorpusStats()
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     raise DataPrepError(f"Wikipedia dump {path} not found; pass a pages-articles .xml or .xml.bz2 file")
   try:
     head = _dump_head(path)
@@ -268,11 +274,11 @@ def iter_books(books_dir, stats=None):
   """BooksCorpus style: every UTF-8 text file under ``books_dir`` (recursive, sorted) is one book = one
   document; its lines/paragraphs are split into sentences. A MediaWiki dump there is read as a dump."""
   stats = stats if stats is not None else CorpusStats()
-  if not os.path.isdir(books_dir):
+  if not fileio.isdir(books_dir):
     raise DataPrepError(f"books directory {books_dir} does not exist; pass --books-dir with one text "
                         "file per book")
   paths = []
-  for root, dirs, files in os.walk(books_dir):
+  for root, dirs, files in fileio.walk(books_dir):
     dirs.sort()
     paths.extend(os.path.join(root, n) for n in sorted(files) if not n.startswith("."))
   for path in paths:
