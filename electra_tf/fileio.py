@@ -24,6 +24,11 @@ def is_remote(path) -> bool:
   return "://" in str(path)
 
 
+def abspath(path) -> str:
+  """``os.path.abspath`` for local paths; remote ones are absolute already."""
+  return str(path) if is_remote(path) else os.path.abspath(path)
+
+
 def join(*parts) -> str:
   return os.path.join(*[str(p) for p in parts])  # posixpath semantics also hold for URLs
 

@@ -161,6 +161,14 @@ def test_convert_reads_a_remote_pretraining_run_and_writes_remote_outputs(remote
   run = checkpoints.read_source(cfg.model_dir)
   for name, value in run.arrays.items():
     np.testing.assert_array_equal(source.arrays[name], value)
+  # Hugging Face out and back in: safetensors writes a local staging directory, reads a local copy.
+  hf = fileio.join(os.path.dirname(cfg.model_dir), "hf")
+  assert convert.main(["export-hf", cfg.model_dir, "--what", "discriminator", "--output", hf]) == 0
+  assert fileio.isfile(fileio.join(hf, "model.safetensors")) and fileio.isfile(fileio.join(hf, "vocab.txt"))
+  back = checkpoints.read_source(hf)
+  assert back.format == checkpoints.HF
+  name = "electra/embeddings/word_embeddings"
+  np.testing.assert_allclose(back.arrays[name], run.arrays[name], atol=1e-6)
 
 
 def test_finetuning_reads_data_and_writes_models_and_results_on_a_remote_filesystem(tmp_path, remote_run):

@@ -22,8 +22,8 @@ from electra_tf.serving import savedmodel
 
 
 def _continue_hint(out: str, arch) -> str:
-  hparams = dict(init_checkpoint=os.path.abspath(out), num_train_steps=10000, learning_rate=2e-4,
-                 num_warmup_steps=0)
+  hparams = dict(init_checkpoint=out if "://" in out else os.path.abspath(out), num_train_steps=10000,
+                 learning_rate=2e-4, num_warmup_steps=0)
   if arch.size_name == "small++":
     hparams["generator_hidden_size"] = 1.0
   return ("continue pre-training (weights only; fresh optimizer and step) with e.g. --hparams '"

@@ -191,9 +191,11 @@ def read_hf_state(path: str) -> typing.Tuple[dict, dict]:
   weights = os.path.join(path, HF_WEIGHT_FILES[0])
   if fileio.isfile(weights):
     from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
-    return config, load_file(weights)
+    with fileio.local_copy(weights) as local:  # safetensors and torch open local files only
+      return config, load_file(local)
   import torch  # pylint: disable=g-import-not-at-top  (only for legacy .bin files)
-  state = torch.load(os.path.join(path, HF_WEIGHT_FILES[1]), map_location="cpu", weights_only=True)
+  with fileio.local_copy(os.path.join(path, HF_WEIGHT_FILES[1])) as local:
+    state = torch.load(local, map_location="cpu", weights_only=True)
   return config, {k: v.float().numpy() for k, v in state.items()}
 
 
@@ -383,7 +385,7 @@ def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> st
   meta = dict(format=FORMAT_TAG, version=1, architecture=arch.to_json(),
               pretraining_hparams=arch.pretraining_hparams(), description=arch.describe(),
               do_lower_case=source.do_lower_case if source.do_lower_case is not None else True,
-              source=dict(format=source.format, path=os.path.abspath(source.path)),
+              source=dict(format=source.format, path=fileio.abspath(source.path)),
               global_step=source.global_step, weights=[k for k, held in parts if held])
   with runtime.atomic_directory(out_dir, overwrite) as tmp:
     os.makedirs(os.path.join(tmp, os.path.dirname(WEIGHTS_PREFIX)))

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf import runtime
+from electra_tf import fileio, runtime
 from electra_tf.configs import FinetuningConfig
 from electra_tf.errors import ConversionError
 from electra_tf.convert.checkpoints import VOCAB_FILE, check_vocab, read_source
@@ -120,7 +120,7 @@ def make_tokenizer(vocab_file: str, do_lower_case: bool):
       return tokenizer.tf_tokenize, tokenizer
   except ImportError:
     pass
-  with open(vocab_file, encoding="utf-8") as f:
+  with fileio.open_file(vocab_file) as f:
     vocab = [line.strip() for line in f]
   table = tf.lookup.StaticVocabularyTable(
       tf.lookup.KeyValueTensorInitializer(vocab, tf.range(len(vocab), dtype=tf.int64)), num_oov_buckets=1)
