@@ -11,13 +11,16 @@ Three tokenizers behind one small interface (``vocab``, ``tokenize``, ``convert_
   without lowercasing and CJK), so its ids equal the slow path's; it also runs inside a serving graph.
 * ``SentencePieceTokenizer(model_file, do_lower_case)``: a SentencePiece model used in place of a vocab.
 
-``load_tokenizer(path, do_lower_case, strip_accents)`` picks the right one from the file.
+``load_tokenizer(path, do_lower_case, strip_accents)`` picks the right one from the file, and
+``read_vocab(path)`` is the one reader of a vocab's size and special ids for both formats: every part that
+needs them (pre-training's masking, ``convert``, the SavedModel export) calls it.
 """
 
 import collections
 import functools
 import hashlib
 import os
+import typing
 import unicodedata
 
 import numpy as np
@@ -56,6 +59,98 @@ def file_checksum(path):
     for block in iter(lambda: f.read(1 << 20), b""):
       h.update(block)
   return h.hexdigest()
+
+
+# What a SentencePiece model may call ELECTRA's special tokens when it was not built by build_vocab.py (which
+# uses the bracketed names): ALBERT/XLNet-style names, then the model's own pad/unk/bos/eos pieces.
+SENTENCEPIECE_EQUIVALENTS = {"[PAD]": ("<pad>",), "[UNK]": ("<unk>",), "[CLS]": ("<cls>", "<s>"),
+                             "[SEP]": ("<sep>", "</s>"), "[MASK]": ("<mask>",)}
+
+
+class Vocab(typing.NamedTuple):
+  """A vocab of either format: ``tokens`` {token or piece: id} in id order, ``special`` {"[PAD]", "[UNK]",
+  "[CLS]", "[SEP]", "[MASK]": id} (SentencePiece equivalents resolved; absent ones left out)."""
+  path: str
+  kind: str  # "wordpiece" or "sentencepiece"
+  tokens: typing.Mapping[str, int]
+  special: typing.Mapping[str, int]
+
+  @property
+  def size(self) -> int:
+    return len(self.tokens)
+
+  def id_to_token(self) -> typing.List[str]:
+    return list(self.tokens)
+
+
+def _sentencepiece_processor(path):
+  """A loaded ``SentencePieceProcessor``; VocabError (one line) for a file that is not a SentencePiece model."""
+  sp = spm.SentencePieceProcessor()
+  try:
+    with fileio.open_file(path, "rb") as f:
+      sp.load_from_serialized_proto(f.read())
+  except (RuntimeError, OSError, TypeError) as e:
+    reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    if "ParseFromArray" in reason:  # the library's message names its own source line; say what it means
+      reason = "its bytes do not parse as a SentencePiece ModelProto"
+    raise VocabError(f"{path} is not a SentencePiece model ({reason}); pass a .model written by "
+                     "build_vocab.py --sentencepiece (or spm_train), or a WordPiece vocab.txt") from None
+  return sp
+
+
+def _sentencepiece_special(sp):
+  pieces = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+  own = {"[PAD]": sp.pad_id(), "[UNK]": sp.unk_id(), "[CLS]": sp.bos_id(), "[SEP]": sp.eos_id()}
+  special = {}
+  for name, alternatives in SENTENCEPIECE_EQUIVALENTS.items():
+    for piece in (name,) + alternatives:
+      if piece in pieces:
+        special[name] = pieces[piece]
+        break
+    else:
+      if own.get(name, -1) >= 0:  # e.g. a pad_id whose piece has another name
+        special[name] = own[name]
+  return special
+
+
+@functools.lru_cache(maxsize=16)
+def _read_vocab_cached(path, mtime):
+  del mtime  # part of the cache key only
+  if is_sentencepiece_model(path):
+    sp = _sentencepiece_processor(path)
+    tokens = collections.OrderedDict((sp.id_to_piece(i), i) for i in range(sp.get_piece_size()))
+    return Vocab(path, "sentencepiece", tokens, _sentencepiece_special(sp))
+  try:
+    tokens = load_vocab(path)
+  except UnicodeDecodeError:
+    raise VocabError(f"cannot read vocab {path}: it is neither UTF-8 text (a WordPiece vocab.txt) nor named "
+                     "*.model (a SentencePiece model)") from None
+  return Vocab(path, "wordpiece", tokens, {t: tokens[t] for t in SPECIAL_TOKENS if t in tokens})
+
+
+def read_vocab(path, check_special=True) -> Vocab:
+  """The one reader of a vocab for every part of electra-tf: a WordPiece ``vocab.txt`` or a SentencePiece
+  ``.model`` -> ``Vocab`` (size, tokens, special ids). VocabError (one line) if the file is missing, is not
+  what its name says, or (``check_special``) lacks one of [PAD]/[UNK]/[CLS]/[SEP]/[MASK]."""
+  path = str(path)
+  if not fileio.isfile(path):
+    raise VocabError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
+  vocab = _read_vocab_cached(path, fileio.getmtime(path))
+  if check_special:
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab.special]
+    if missing:
+      raise VocabError(
+          f"vocab {path} lacks the special tokens {', '.join(missing)}; add them (build one with "
+          "data_prep/build_vocab.py, which places them where the reference expects)")
+  return vocab
+
+
+def default_strip_accents(kind, do_lower_case, strip_accents=None) -> bool:
+  """Whether a tokenizer of this kind strips accents: as given, else WordPiece follows ``do_lower_case``
+  (the reference) and SentencePiece does not (its model's own normaliser decides)."""
+  if strip_accents is not None:
+    return bool(strip_accents)
+  return False if kind == "sentencepiece" else bool(do_lower_case)
 
 
 def check_special_tokens(vocab, path):
@@ -268,6 +363,7 @@ class FullTokenizer:
     self.vocab_file = str(vocab_file)
     self.vocab = load_vocab(vocab_file)
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
+    self.vocab_size = len(self.vocab)
     self.do_lower_case = bool(do_lower_case)
     self.strip_accents = self.do_lower_case if strip_accents is None else bool(strip_accents)
     self.basic_tokenizer = BasicTokenizer(self.do_lower_case, self.strip_accents)
@@ -320,11 +416,15 @@ class SentencePieceTokenizer:
 
     self.vocab_file = str(model_file)
     self.do_lower_case = bool(do_lower_case)
-    self.strip_accents = bool(strip_accents) if strip_accents is not None else False
-    self._sp = spm.SentencePieceProcessor(model_file=self.vocab_file)
+    self.strip_accents = default_strip_accents(self.kind, do_lower_case, strip_accents)
+    self._sp = _sentencepiece_processor(self.vocab_file)
     self.vocab = collections.OrderedDict(
         (self._sp.id_to_piece(i), i) for i in range(self._sp.get_piece_size()))
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
+    self.vocab_size = len(self.vocab)
+    # A model with <cls>/<s>-style names still answers to the bracketed names the packers use.
+    for name, i in _sentencepiece_special(self._sp).items():
+      self.vocab.setdefault(name, i)
     self._tf_sp = None
 
   def _prep(self, text):
@@ -338,7 +438,7 @@ class SentencePieceTokenizer:
     return self._sp.encode(self._prep(text), out_type=str)
 
   def convert_tokens_to_ids(self, tokens):
-    return [self._sp.piece_to_id(t) for t in tokens]
+    return [self.vocab[t] if t in self.vocab else self._sp.piece_to_id(t) for t in tokens]
 
   def convert_ids_to_tokens(self, ids):
     return [self._sp.id_to_piece(int(i)) for i in ids]
@@ -350,12 +450,16 @@ class SentencePieceTokenizer:
     flat = np.fromiter((i for x in ids for i in x), np.int64, int(splits[-1]))
     return flat, splits
 
-  def tf_tokenize(self, text):
-    """In-graph: [batch] tf.string -> tf.RaggedTensor [batch, (pieces)] int64 (tf-text SentencePiece)."""
-
+  def tf_module(self):
+    """tf-text's SentencePiece op over this model (a trackable object: keep it on a SavedModel's module)."""
     if self._tf_sp is None:
       with fileio.open_file(self.vocab_file, "rb") as f, tf.init_scope():
         self._tf_sp = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
+    return self._tf_sp
+
+  def tf_tokenize(self, text):
+    """In-graph: [batch] tf.string -> tf.RaggedTensor [batch, (pieces)] int64 (tf-text SentencePiece)."""
+    self.tf_module()
     if self.do_lower_case:
       text = tf.strings.lower(text, encoding="utf-8")
     if self.strip_accents:
@@ -392,11 +496,9 @@ def load_tokenizer(vocab_or_spm_path, do_lower_case=True, strip_accents=None, ch
   path = str(vocab_or_spm_path)
   if not fileio.isfile(path):
     raise VocabError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
+  read_vocab(path, check_special)  # the one check of format and special tokens
   try:
-    tok = _load_cached(path, bool(do_lower_case), strip_accents, fileio.getmtime(path))
+    return _load_cached(path, bool(do_lower_case), strip_accents, fileio.getmtime(path))
   except (UnicodeDecodeError, RuntimeError, OSError) as e:
     raise VocabError(f"cannot read vocab {path} ({type(e).__name__}); pass a WordPiece vocab.txt "
                      "or a SentencePiece .model") from None
-  if check_special:
-    check_special_tokens(tok.vocab, path)
-  return tok

@@ -7,7 +7,8 @@ Formats (``detect_format``):
 * ``electra-tf``: this project's model directory (``write_model_dir``)::
 
     <dir>/electra_config.json   format tag, detected Architecture, pre-training hparams, casing, source
-    <dir>/vocab.txt             the vocab (when one was given or found next to the source)
+    <dir>/vocab.txt             the vocab (when one was given or found next to the source); a
+                                SentencePiece model is stored as spiece.model instead
     <dir>/weights/model.ckpt.*  the weights in the reference's TF1 layout (names of spec section 4)
 
 * ``huggingface``: a transformers directory (``config.json`` + ``model.safetensors`` or
@@ -38,13 +39,16 @@ from electra_tf.configs import PretrainingConfig
 from electra_tf.modeling.models import build_pretraining_networks
 from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture, is_reference_weight
-from electra_tf.tokenization import load_vocab
+from electra_tf.errors import VocabError
+from electra_tf.tokenization import read_vocab
 
 TF1, MODEL_DIR, HF, TF2, PRETRAINING_RUN = "tf1", "electra-tf", "huggingface", "tf2", "pretraining-run"
 RUN_CONFIG_FILE = PretrainingConfig.SAVED_CONFIG_FILE
 CONFIG_FILE = "electra_config.json"
 FORMAT_TAG = "electra-tf-model"
 VOCAB_FILE = "vocab.txt"
+# A SentencePiece model travels under the name transformers' SentencePiece tokenizers look for.
+SPM_FILE = "spiece.model"
 WEIGHTS_PREFIX = os.path.join("weights", "model.ckpt")
 HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -115,8 +119,30 @@ def _run_config_path(path: str) -> str:
 
 
 def count_vocab(vocab_file: str) -> int:
-  """Tokens in a WordPiece vocab, counted as the reference reads it (stops at the first empty line)."""
-  return len(load_vocab(vocab_file))
+  """Tokens in a WordPiece vocab (counted as the reference reads it: up to the first empty line) or pieces
+  in a SentencePiece model."""
+  try:
+    return read_vocab(vocab_file, check_special=False).size
+  except VocabError as e:
+    raise ConversionError(str(e)) from None
+
+
+def vocab_kind(vocab_file: str) -> str:
+  """"wordpiece" or "sentencepiece"."""
+  try:
+    return read_vocab(vocab_file, check_special=False).kind
+  except VocabError as e:
+    raise ConversionError(str(e)) from None
+
+
+def vocab_file_name(vocab_file: str) -> str:
+  """The name a vocab is copied under beside exported weights (where ``_sibling_vocab`` finds it)."""
+  return SPM_FILE if vocab_kind(vocab_file) == "sentencepiece" else VOCAB_FILE
+
+
+def _copy_vocab(vocab_file: typing.Optional[str], folder: str):
+  if vocab_file:
+    fileio.copy(vocab_file, os.path.join(folder, vocab_file_name(vocab_file)))
 
 
 def check_vocab(vocab_file: typing.Optional[str], arch: Architecture):
@@ -132,8 +158,11 @@ def check_vocab(vocab_file: typing.Optional[str], arch: Architecture):
 
 def _sibling_vocab(path: str) -> typing.Optional[str]:
   folder = path if fileio.isdir(path) else os.path.dirname(path)
-  candidate = os.path.join(folder, VOCAB_FILE)
-  return candidate if fileio.isfile(candidate) else None
+  for name in (VOCAB_FILE, SPM_FILE):
+    candidate = os.path.join(folder, name)
+    if fileio.isfile(candidate):
+      return candidate
+  return None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -248,10 +277,9 @@ def read_model_dir(path: str) -> Source:
   """This project's model directory: its reference-named weights plus the recorded architecture."""
   meta = read_model_config(path)
   source = read_tf1(os.path.join(path, WEIGHTS_PREFIX))
-  vocab = os.path.join(path, VOCAB_FILE)
   return dataclasses.replace(source, format=MODEL_DIR, path=path,
                              architecture=Architecture.from_json(meta["architecture"]),
-                             vocab_file=vocab if fileio.isfile(vocab) else None,
+                             vocab_file=_sibling_vocab(path),
                              do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
 
 
@@ -366,8 +394,7 @@ def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step
   with runtime.atomic_directory(out_dir, overwrite) as tmp:
     _save_bundle(os.path.join(tmp, name), arrays, global_step)
     _write_checkpoint_state(tmp, name)
-    if vocab_file:
-      fileio.copy(vocab_file, os.path.join(tmp, VOCAB_FILE))
+    _copy_vocab(vocab_file, tmp)
   return os.path.join(out_dir, name)
 
 
@@ -391,8 +418,7 @@ def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> st
     os.makedirs(os.path.join(tmp, os.path.dirname(WEIGHTS_PREFIX)))
     _save_bundle(os.path.join(tmp, WEIGHTS_PREFIX), arrays, source.global_step or 0)
     _write_checkpoint_state(tmp, WEIGHTS_PREFIX)  # the directory is also a reference init_checkpoint
-    if source.vocab_file:
-      fileio.copy(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
+    _copy_vocab(source.vocab_file, tmp)
     with fileio.open_file(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
       json.dump(meta, f, indent=2, sort_keys=True)
   return out_dir
@@ -446,12 +472,32 @@ def write_hf(out_dir: str, source: Source, target: str, overwrite: bool = False,
     with fileio.open_file(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
       json.dump(config, f, indent=2, sort_keys=True)
     if source.vocab_file:
-      fileio.copy(source.vocab_file, os.path.join(tmp, VOCAB_FILE))
+      _copy_vocab(source.vocab_file, tmp)
       lower = True if source.do_lower_case is None else bool(source.do_lower_case)
       with fileio.open_file(os.path.join(tmp, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump({"tokenizer_class": "ElectraTokenizer", "do_lower_case": lower,
-                   "model_max_length": config.get("max_position_embeddings", 512)}, f, indent=2)
+        json.dump(hf_tokenizer_config(source.vocab_file, lower, config.get("max_position_embeddings", 512)),
+                  f, indent=2)
   return out_dir
+
+
+def hf_tokenizer_config(vocab_file: str, do_lower_case: bool, max_length: int) -> dict:
+  """``tokenizer_config.json`` for the copied vocab. WordPiece: ``ElectraTokenizer``. SentencePiece:
+  transformers has no ELECTRA SentencePiece tokenizer; ``AlbertTokenizer`` over ``spiece.model`` builds the
+  same ``[CLS] a [SEP] b [SEP]`` inputs with the same ids as the sentencepiece library (keep_accents: no
+  accent stripping of its own; remove_space only collapses spaces, as the model's normaliser does), its
+  special tokens named after the model's pieces. It also turns `` and '' into a double quote, which
+  electra-tf does not: text with those differs (docs/interop.md)."""
+  if vocab_kind(vocab_file) != "sentencepiece":
+    return {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
+            "model_max_length": max_length}
+  special = read_vocab(vocab_file).special
+  names = {i: t for t, i in read_vocab(vocab_file).tokens.items()}
+  token = {name: names[special[name]] for name in special}
+  return {"tokenizer_class": "AlbertTokenizer", "do_lower_case": do_lower_case, "keep_accents": True,
+          "remove_space": True, "model_max_length": max_length,
+          "unk_token": token["[UNK]"], "pad_token": token["[PAD]"], "cls_token": token["[CLS]"],
+          "sep_token": token["[SEP]"], "mask_token": token["[MASK]"], "bos_token": token["[CLS]"],
+          "eos_token": token["[SEP]"]}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -286,7 +286,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
       meta = {
           "vocab_file": str(vocab_file) if fileio.is_remote(vocab_file) else os.path.abspath(str(vocab_file)),
           "vocab_sha256": tokenization.file_checksum(vocab_file),
-          "vocab_size": len(tokenizer.vocab),
+          "vocab_size": getattr(tokenizer, "vocab_size", len(tokenizer.vocab)),
           "tokenizer": tokenizer.kind,
           "do_lower_case": tokenizer.do_lower_case,
           "strip_accents": tokenizer.strip_accents,

@@ -2,7 +2,8 @@
 
 The serving signature takes ``tf.string`` tensors, tokenizes inside the graph (the project's tensorflow-text
 WordPiece path, whose ids equal the reference tokenizer's; tf-text's ``BertTokenizer`` when that is not
-available), packs ``[CLS] a [SEP] b [SEP]`` with the reference's pair truncation, and runs the encoder and
+available; for a SentencePiece ``.model``, tf-text's SentencePiece op, whose ids equal the sentencepiece
+library's), packs ``[CLS] a [SEP] b [SEP]`` with the reference's pair truncation, and runs the encoder and
 the task head. The result loads with ``tf.saved_model.load`` after ``import tensorflow_text`` alone.
 
 Signatures (``serving_default``):
@@ -11,8 +12,9 @@ Signatures (``serving_default``):
   ``probabilities`` [B, n], ``logits`` [B, n].
 * regression (STS): the same inputs -> ``score`` [B] (on the label scale, 0..5) and ``prediction`` [B] (raw).
 * QA: ``question`` [B], ``context`` [B] -> ``answer`` [B] string (word pieces joined, lowercased as the
-  model sees them), ``start``/``end`` [B] token positions in the packed input, ``score`` [B] (start + end
-  log-probability), ``no_answer_logit`` [B], ``has_answer`` [B] bool (no_answer_logit <= threshold).
+  model sees them; SentencePiece pieces joined back into text), ``start``/``end`` [B] token positions in
+  the packed input, ``score`` [B] (start + end log-probability), ``no_answer_logit`` [B], ``has_answer`` [B]
+  bool (no_answer_logit <= threshold).
   One window per question: contexts longer than ``max_seq_length`` are truncated (no doc stride).
 """
 
@@ -26,11 +28,12 @@ import tensorflow_text as tf_text
 from electra_tf import fileio, runtime
 from electra_tf.configs import FinetuningConfig
 from electra_tf.errors import ConversionError
-from electra_tf.convert.checkpoints import VOCAB_FILE, check_vocab, read_source
+from electra_tf.convert.checkpoints import VOCAB_FILE, SPM_FILE, check_vocab, read_source
 from electra_tf.convert.loading import load_pretrained_weights
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import TASKS
-from electra_tf.tokenization import FullTokenizer, load_vocab
+from electra_tf.errors import VocabError
+from electra_tf.tokenization import FullTokenizer, load_tokenizer, read_vocab
 
 SERVABLE_HEADS = ("classification", "regression", "qa")
 
@@ -113,7 +116,11 @@ def make_tokenizer(vocab_file: str, do_lower_case: bool):
   """(tokenize fn [B] string -> ragged int64 ids, an object to keep alive on the module).
 
   Prefers the project's tensorflow-text path (reference-exact normalisation); falls back to tf-text's
-  ``BertTokenizer`` (differs from the reference on control characters and some CJK/accents)."""
+  ``BertTokenizer`` (differs from the reference on control characters and some CJK/accents). A
+  SentencePiece model: tf-text's SentencePiece op (the kept object, so the SavedModel holds the model)."""
+  if read_vocab(vocab_file, check_special=False).kind == "sentencepiece":
+    tokenizer = load_tokenizer(vocab_file, do_lower_case)
+    return tokenizer.tf_tokenize, tokenizer.tf_module()
   try:
     tokenizer = FullTokenizer(vocab_file, do_lower_case)
     if hasattr(tokenizer, "tf_tokenize"):
@@ -186,7 +193,10 @@ class ServingModule(tf.Module):
   def __init__(self, model, info: dict, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                config: FinetuningConfig):
     super().__init__(name="electra_serving")
-    vocab = load_vocab(vocab_file)
+    try:
+      vocab = read_vocab(vocab_file)  # either format; special ids resolved
+    except VocabError as e:
+      raise ConversionError(str(e)) from None
     # A closure, not an attribute: tracking the Keras model would make tf.saved_model trace Keras's own
     # serving function for it, which expects a single tensor input.
     self._model = lambda: model
@@ -195,9 +205,10 @@ class ServingModule(tf.Module):
     self.model_variables = [getattr(v, "value", v) for v in model.weights]
     self.vocab_asset = tf.saved_model.Asset(vocab_file)
     self._tokenize, self._tokenizer = make_tokenizer(vocab_file, do_lower_case)
-    self.tokens = tf.constant(list(vocab.keys()))
+    self.tokens = tf.constant(vocab.id_to_token())
+    self.sentencepiece = vocab.kind == "sentencepiece"
     self.info, self.max_seq_length, self.config = info, max_seq_length, config
-    self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    self.cls_id, self.sep_id = vocab.special["[CLS]"], vocab.special["[SEP]"]
     self.labels = tf.constant(info["labels"])
     self.do_lower_case = tf.constant(bool(do_lower_case))
     self.task_name = tf.constant(info["name"])
@@ -250,7 +261,10 @@ class ServingModule(tf.Module):
     positions = tf.range(self.max_seq_length)[None]
     in_span = (positions >= start[:, None]) & (positions <= end[:, None])
     pieces = tf.ragged.boolean_mask(tf.gather(self.tokens, input_ids), in_span)
-    text = tf.strings.regex_replace(tf.strings.reduce_join(pieces, axis=-1, separator=" "), " ##", "")
+    if self.sentencepiece:  # pieces carry their own word boundaries (U+2581)
+      text = tf.strings.strip(tf.strings.regex_replace(tf.strings.reduce_join(pieces, axis=-1), "\u2581", " "))
+    else:
+      text = tf.strings.regex_replace(tf.strings.reduce_join(pieces, axis=-1, separator=" "), " ##", "")
     no_answer = out["answerable_logit"]
     has_answer = (no_answer <= cfg.qa_na_threshold) & (score > -1e8)
     return {"answer": tf.where(has_answer, text, ""), "start": start, "end": end, "score": score,
@@ -283,7 +297,7 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
   model, info, source = build_finetuned_model(path, task)
   vocab_file = vocab_file or source.vocab_file
   if vocab_file is None:
-    raise ConversionError(f"{path} has no {VOCAB_FILE} beside it; pass --vocab")
+    raise ConversionError(f"{path} has no {VOCAB_FILE} or {SPM_FILE} beside it; pass --vocab")
   check_vocab(vocab_file, source.architecture)
   if labels is not None:
     if info["type"] == "classification" and len(labels) != info["num_outputs"]:
