@@ -4,8 +4,8 @@ Every module reads and writes data, vocabs, models, metadata and results through
 with a scheme (``gs://...``) works wherever a local one does. Local paths keep Python's own file APIs (the
 same permissions, newlines and errors as before); paths with ``://`` go through ``tf.io.gfile``.
 
-What cannot be remote: libraries that only take local file names (sentencepiece training, torch,
-safetensors) read through ``local_copy`` or write through ``upload`` from a local staging directory.
+Libraries that open only local file names (safetensors, torch) read through ``local_copy``; directory
+writers stage locally (``runtime.atomic_directory``) and ``upload`` when complete.
 """
 
 import contextlib

@@ -4,11 +4,13 @@ Special tokens go where the reference (BERT's vocab.txt) has them: [PAD]=0, [unu
 [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103.
 """
 
+import io
+
 import sentencepiece as spm
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
-from electra_tf import runtime, tokenization
+from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
 
 
@@ -60,9 +62,15 @@ def learn_sentencepiece_model(documents, model_prefix, vocab_size=32000, do_lowe
   # [PAD] 0 and [UNK] 100 as the reserved ids; [unused*], [CLS], [SEP], [MASK] as user-defined symbols
   # fill ids 1..99 and 101..103 in order.
   user_defined = [t for t in reserved_tokens() if t not in ("[PAD]", "[UNK]")]
+  # The trainer writes local files only: a remote model (gs://) is trained into memory and written from
+  # there (without the .vocab listing beside it).
+  remote = fileio.is_remote(model_prefix)
+  output = dict(model_writer=io.BytesIO()) if remote else dict(model_prefix=str(model_prefix))
   spm.SentencePieceTrainer.train(
-      sentence_iterator=sentences(), model_prefix=str(model_prefix), vocab_size=vocab_size,
+      sentence_iterator=sentences(), vocab_size=vocab_size,
       model_type=model_type, pad_id=0, unk_id=100, bos_id=-1, eos_id=-1, pad_piece="[PAD]",
       unk_piece="[UNK]", user_defined_symbols=user_defined, minloglevel=2,
-      hard_vocab_limit=False)
+      hard_vocab_limit=False, **output)
+  if remote:
+    runtime.atomic_write(f"{model_prefix}.model", output["model_writer"].getvalue())
   return f"{model_prefix}.model"
