@@ -3,6 +3,7 @@ and the reference's results pickles are written."""
 
 import json
 import logging
+import os
 import pickle
 
 import numpy as np
@@ -129,3 +130,69 @@ def test_pretraining_evaluation_writes_the_pickle_it_is_configured_with(tmp_path
   history = pickle.loads(pkl.read_bytes())
   assert history == json.loads(open(evaluation.results_json_path(cfg.results_txt), encoding="utf-8").read())
   assert history[0]["step"] == 0 and history[0]["disc_auc"] == pytest.approx(metrics["disc_auc"])
+
+
+def test_eval_every_epoch_and_keep_all_models_false(tmp_path, bert_vocab, caplog):
+  """A dev evaluation after every epoch but the last (whose evaluation is the final one); with
+  keep_all_models false each trial's model directory is gone once its results are written."""
+  _sst_files(tmp_path, 6)
+  cfg = tiny_config(tmp_path, ["sst"], bert_vocab, train_batch_size=2, num_train_epochs=3.0, eval_every_epoch=True,
+                    keep_all_models=False, num_trials=2, learning_rate=1e-3)
+  with caplog.at_level(logging.INFO, logger="electra_tf.finetuning"):
+    trials = FinetuningRun(cfg, progress=False).run()
+  evals = [r.getMessage() for r in caplog.records if r.getMessage().startswith("sst dev: ")]
+  assert len(evals) == 2 * (2 + 1)  # per trial: after epochs 1 and 2, then the final evaluation
+  for trial, lines in zip(trials, (evals[:3], evals[3:])):
+    assert lines[2] == f"sst dev: accuracy: {trial['sst']['accuracy']:.2f} - loss: {trial['sst']['loss']:.2f}"
+    assert len({line.split("loss: ")[1] for line in lines}) > 1  # the epochs' weights differ
+  models = tmp_path / "models/tiny/finetuning_models"
+  assert not (models / "sst_model_1").exists() and not (models / "sst_model_2").exists()
+  assert len(json.loads((tmp_path / "models/tiny/results/sst_results.json").read_text())["trials"]) == 2
+
+
+def test_bfloat16_fine_tuning_computes_in_bfloat16_and_tracks_float32(tmp_path, bert_vocab):
+  """mixed_precision bfloat16: the run computes under the mixed_bfloat16 policy, saves float32 weights, and
+  its dev loss and weights stay close to the float32 run's from the same seed."""
+  import keras
+  runs = {}
+  for precision in ("float32", "bfloat16"):
+    _sst_files(tmp_path / precision, 16)
+    cfg = tiny_config(tmp_path / precision, ["sst"], bert_vocab, mixed_precision=precision)
+    try:
+      run = FinetuningRun(cfg, progress=False)
+      results = run.run()[0]["sst"]
+      assert keras.mixed_precision.global_policy().name == ("mixed_bfloat16" if precision == "bfloat16" else "float32")
+    finally:
+      keras.mixed_precision.set_global_policy("float32")
+    reader = tf.train.load_checkpoint(run.model_dir(1))
+    runs[precision] = results, {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+  (f32, f32_w), (bf16, bf16_w) = runs["float32"], runs["bfloat16"]
+  assert all(v.dtype in (np.float32, np.int64) for v in bf16_w.values())
+  assert bf16["loss"] == pytest.approx(f32["loss"], rel=0.02)
+  name = "electra/encoder/layer_0/attention/self/query/kernel"
+  np.testing.assert_allclose(bf16_w[name], f32_w[name], atol=0.02)
+  assert not np.array_equal(bf16_w[name], f32_w[name])  # bfloat16 arithmetic really ran
+
+
+def test_two_replicas_fine_tune_like_one_device(tmp_path, bert_vocab):
+  """MirroredStrategy on two logical CPU devices (configured in a fresh process, before TensorFlow starts)
+  trains and evaluates like one device on the same global batch (dropout off)."""
+  import subprocess
+  import sys
+  worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_finetuning_dist_worker.py")
+  procs = {}
+  for mode in ("single", "mirrored"):
+    _sst_files(tmp_path / mode, 12)
+    procs[mode] = subprocess.Popen([sys.executable, worker, mode, str(tmp_path / mode), str(bert_vocab)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  out = {}
+  for mode, proc in procs.items():
+    stdout, stderr = proc.communicate(timeout=400)
+    assert proc.returncode == 0, stderr[-3000:]
+    out[mode] = json.loads(stdout.strip().splitlines()[-1])
+  assert (out["single"]["replicas"], out["mirrored"]["replicas"]) == (1, 2)
+  assert out["mirrored"]["results"] == pytest.approx(out["single"]["results"], rel=1e-4, abs=1e-5)
+  assert set(out["mirrored"]["weights"]) == set(out["single"]["weights"])
+  for name, value in out["single"]["weights"].items():
+    assert out["mirrored"]["weights"][name] == pytest.approx(value, rel=2e-4, abs=1e-6), name

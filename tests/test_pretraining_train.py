@@ -97,20 +97,34 @@ def test_a_collapsing_recipe_is_caught_and_stop_on_collapse_keeps_the_last_check
   assert not os.path.exists(os.path.join(cfg.model_dir, "ckpt-400.index"))
 
 
-def test_signal_mid_run_then_rerun_matches_uninterrupted_run(wiki_dir):
-  steps = dict(num_train_steps=30, iterations_per_loop=5, save_checkpoints_steps=100)
-  straight = _trainer(_config(wiki_dir, "straight", **steps))
-  straight.train()
-  expected = _weights(straight)
+_SIGNAL_STEPS = dict(num_train_steps=30, iterations_per_loop=5, save_checkpoints_steps=100)
 
-  cfg = _config(wiki_dir, "killed", **steps)
-  first = _trainer(cfg)
-  result = first.train(after_loop=lambda step: step == 15 and os.kill(os.getpid(), signal.SIGTERM))
+
+@pytest.fixture(scope="module")
+def straight_weights(wiki_dir):
+  """The weights of an uninterrupted 30-step run (shared by the signal tests)."""
+  straight = _trainer(_config(wiki_dir, "straight", **_SIGNAL_STEPS))
+  straight.train()
+  return _weights(straight)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_mid_run_then_rerun_matches_uninterrupted_run(wiki_dir, straight_weights, sig):
+  """SIGTERM (a scheduler) and SIGINT (Ctrl-C) alike: the loop finishes, saves, says so and returns."""
+  cfg = _config(wiki_dir, f"killed_{sig.name}", **_SIGNAL_STEPS)
+  lines = []
+  from electra_tf.pretraining import trainer
+  first = trainer.Trainer(cfg, progress=False, log_fn=lines.append)
+  handler = signal.getsignal(sig)
+  result = first.train(after_loop=lambda step: step == 15 and os.kill(os.getpid(), sig))
   assert result.status == "interrupted" and result.step == 15
+  assert lines[-1].startswith(f"stopped by signal {int(sig)} at step 15; checkpoint saved")
+  assert os.path.exists(os.path.join(cfg.model_dir, "ckpt-15.index"))
+  assert signal.getsignal(sig) == handler  # the previous handler is back
   second = _trainer(cfg)  # the same command again: resumes weights, Adam slots, step and input position
   assert second.train().step == 30
   for k, v in _weights(second).items():
-    np.testing.assert_allclose(v, expected[k], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v, straight_weights[k], rtol=1e-5, atol=1e-6)
   assert int(second.optimizer.iterations.numpy()) == 30
 
 
@@ -199,5 +213,144 @@ def test_mixed_precision_trains_with_float32_variables(wiki_dir, precision):
   assert sum(not np.array_equal(before[i], after[i]) for i in before) > 0.9 * len(before)
   assert all(v.dtype == np.float32 for v in after.values())
   if precision == "float16":
-    scale = float(t.loss_scale.scale.numpy())
-    assert 1.0 <= scale <= 2.0 ** 15 and "loss_scale" in result.last_log
+    assert result.last_log["loss_scale"] == float(t.loss_scale.scale.numpy())
+
+
+def test_float16_overflow_skips_the_step_halves_the_scale_and_grows_it_back(wiki_dir):
+  """An infinite gradient at step 2 (as a float16 overflow gives): that step changes no weight but counts,
+  the scale halves, and after ``growth_interval`` (3) finite steps it doubles back; the scale is saved.
+  (The scale starts at 2^8: at the default 2^15 this model's first float16 gradient really overflows.)"""
+  import keras
+  import tensorflow as tf
+  from electra_tf.pretraining.loss_scale import DynamicLossScale
+  INITIAL_SCALE = 2.0 ** 8
+  cfg = _config(wiki_dir, "fp16_overflow", num_train_steps=6, iterations_per_loop=1, save_checkpoints_steps=100,
+                mixed_precision="float16")
+  try:
+    t = _trainer(cfg)
+    with t.strategy.scope():
+      t.loss_scale = DynamicLossScale(INITIAL_SCALE, growth_interval=3)
+    forward = t.model.forward
+
+    def overflowing(features, seed, step, **kw):
+      out = dict(forward(features, seed, step, **kw))
+
+      @tf.custom_gradient
+      def overflow_at_step_2(loss):
+        return tf.identity(loss), lambda dy: dy * tf.where(step == 2, np.inf, 1.0)
+
+      out["total_loss"] = overflow_at_step_2(out["total_loss"])  # the loss itself stays finite
+      return out
+
+    t.model.forward = overflowing
+    seen = {0: (_weights(t), INITIAL_SCALE, 0)}
+    result = t.train(after_loop=lambda step: seen.__setitem__(step, (
+        _weights(t), float(t.loss_scale.scale.numpy()), int(t.loss_scale.good_steps.numpy()))))
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
+  assert result.step == 6 and int(t.optimizer.iterations.numpy()) == 6
+  scales = [(step, scale, good) for step, (_, scale, good) in sorted(seen.items())]
+  assert scales == [(0, INITIAL_SCALE, 0), (1, INITIAL_SCALE, 1), (2, INITIAL_SCALE, 2),
+                    (3, INITIAL_SCALE / 2, 0),  # step 2 overflowed
+                    (4, INITIAL_SCALE / 2, 1), (5, INITIAL_SCALE / 2, 2), (6, INITIAL_SCALE, 0)]
+  for step in range(1, 7):
+    before, after = seen[step - 1][0], seen[step][0]
+    moved = sum(not np.array_equal(before[i], after[i]) for i in before)
+    if step == 3:
+      assert moved == 0  # the skipped step left every weight as it was
+    else:
+      assert moved > 0.9 * len(before), step
+  assert result.last_log["loss_scale"] == INITIAL_SCALE
+  saved = dict(tf.train.list_variables(os.path.join(cfg.model_dir, "ckpt-6")))
+  reader = tf.train.load_checkpoint(os.path.join(cfg.model_dir, "ckpt-6"))
+  key = [k for k in saved if k.startswith("loss_scale")][0]
+  assert reader.get_tensor(key) == INITIAL_SCALE
+
+
+def test_xla_matches_the_uncompiled_run(wiki_dir):
+  """``use_xla`` on CPU, dropout off: masking and sampling are keyed by our own hash (``random_ops``), so the
+  first step's losses and gradient norm equal the uncompiled run's. (Dropout is off because TensorFlow's
+  stateless Philox draws other numbers under XLA than without it, so the masks would differ.) After that,
+  Adam's first update (about lr * sign(g)) turns XLA's last-bit differences in near-zero gradients into
+  lr-sized ones, so the weights are compared element by element."""
+  from conftest import TINY_MODEL
+  no_dropout = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  runs = {}
+  for xla in (False, True):
+    t = _trainer(_config(wiki_dir, f"xla_{xla}", num_train_steps=2, iterations_per_loop=1, use_xla=xla,
+                         model_hparam_overrides=no_dropout))
+    logs, log_loop = [], t._log_loop  # pylint: disable=protected-access
+    t._log_loop = lambda *args: logs.append(log_loop(*args)) or logs[-1]  # pylint: disable=protected-access
+    t.train()
+    assert getattr(t._single_fn, "_jit_compile", None) is (True if xla else None)  # pylint: disable=protected-access
+    runs[xla] = (logs, _weights(t))
+  (plain_logs, plain_w), (xla_logs, xla_w) = runs[False], runs[True]
+  assert len(plain_logs) == len(xla_logs) == 2
+  for key in ("total_loss", "mlm_loss", "disc_loss", "grad_norm", "mlm_accuracy", "disc_accuracy"):
+    assert xla_logs[0][key] == pytest.approx(plain_logs[0][key], rel=1e-4, abs=1e-6), key
+    assert xla_logs[1][key] == pytest.approx(plain_logs[1][key], rel=1e-3, abs=1e-5), key
+  close = sum(np.isclose(xla_w[k], v, rtol=1e-4, atol=1e-6).sum() for k, v in plain_w.items())
+  assert close > 0.99 * sum(v.size for v in plain_w.values())
+
+
+def test_log_every_steps_lines_match_the_tensorboard_scalars(wiki_dir):
+  """Extra log lines every ``log_every_steps`` within a loop; each line's values are the ones TensorBoard
+  gets under the same tags, and the evaluation's scalars are its results file's."""
+  from electra_tf import reporting
+  from electra_tf.pretraining import trainer
+  cfg = _config(wiki_dir, "log_every", num_train_steps=20, iterations_per_loop=10, log_every_steps=5,
+                eval_every_steps=10)
+  lines = []
+  trainer.Trainer(cfg, progress=False, log_fn=lines.append).train()
+  loop_lines = [line for line in lines if line.startswith("step ")]
+  assert [line.split()[1] for line in loop_lines] == ["5/20", "10/20", "15/20", "20/20"]
+  scalars = reporting.read_scalars(os.path.join(cfg.model_dir, "train"))
+  train_tags = {"total_loss", "mlm_loss", "disc_loss", "grad_norm", "mlm_accuracy", "disc_accuracy", "disc_recall",
+                "disc_auc_real", "learning_rate", "sequences_per_sec", "tokens_per_sec"}
+  assert {tag for tag in scalars if not tag.startswith("eval/")} == train_tags
+  for line in loop_lines:
+    fields = line.split()
+    step = int(fields[1].split("/")[0])
+    assert fields[-2] == "eta" and fields[-1][-1] == "s"
+    values = dict(zip(fields[2:-2:2], map(float, fields[3:-2:2])))
+    assert set(values) == train_tags - {"tokens_per_sec"}  # tokens/s is in TensorBoard only
+    for tag, value in values.items():
+      assert dict(scalars[tag])[step] == pytest.approx(value, rel=5e-4), (tag, step)
+  assert [s for s, _ in scalars["total_loss"]] == [5, 10, 15, 20]
+  lr = dict(scalars["learning_rate"])
+  assert lr[5] == pytest.approx(cfg.learning_rate * (1 - 4 / 20), rel=1e-5)  # linear decay, no warmup: step - 1
+  assert all(dict(scalars["tokens_per_sec"])[s] == pytest.approx(32 * v) for s, v in scalars["sequences_per_sec"])
+  results = json.loads(open(os.path.join(cfg.model_dir, "results", "unsup_results.json")).read())
+  assert [r["step"] for r in results] == [10]
+  assert {tag[5:] for tag in scalars if tag.startswith("eval/")} == set(results[0]) - {"step", "split"}
+  for name, value in results[0].items():
+    if name not in ("step", "split"):
+      assert scalars["eval/" + name] == [(10, pytest.approx(value, rel=1e-6))], name
+
+
+@pytest.mark.parametrize("generator", ["uniform", "tied"])
+def test_uniform_and_tied_generators_train_under_the_electra_objective(wiki_dir, generator):
+  """``uniform_generator``: no generator network, so the MLM loss is exactly ln(vocab) and the total is
+  ln(V) + 50 * disc_loss. ``untied_generator: false``: one encoder serves both heads (no generator/ weights)."""
+  import math
+  from electra_tf.checkpoint_names import reference_variables
+  hp = {"uniform_generator": True} if generator == "uniform" else {"untied_generator": False}
+  t = _trainer(_config(wiki_dir, f"gen_{generator}", num_train_steps=20, iterations_per_loop=10, **hp))
+  names = reference_variables(t.model.networks)
+  before = t.evaluate(step=0)
+  log = t.train().last_log
+  after = t.evaluate()
+  assert not any(name.startswith("generator/") for name in names)  # no generator transformer in either
+  if generator == "uniform":
+    assert t.model.networks.generator is None
+    assert not any(name.startswith("generator_predictions/") for name in names)
+    assert log["mlm_loss"] == pytest.approx(math.log(30522), rel=1e-6)
+    assert log["total_loss"] == pytest.approx(log["mlm_loss"] + 50.0 * log["disc_loss"], rel=1e-5)
+    assert after["sampled_masked_lm_accuracy"] < 0.01  # uniform samples are almost never the original
+  else:
+    nets = t.model.networks
+    assert nets.generator.encoder is nets.discriminator.encoder
+    assert "generator_predictions/output_bias" in names
+    assert after["masked_lm_loss"] < before["masked_lm_loss"] - 0.5  # the shared encoder learns the MLM task
+    assert log["total_loss"] == pytest.approx(log["mlm_loss"] + 50.0 * log["disc_loss"], rel=1e-5)
+  assert after["disc_loss"] < before["disc_loss"]

@@ -1,0 +1,40 @@
+"""Subprocess body of the fine-tuning multi-replica test: one sst trial of a tiny model without dropout.
+
+  python _finetuning_dist_worker.py MODE ROOT VOCAB
+MODE: single (one device), mirrored (MirroredStrategy on two logical CPU devices, set before TensorFlow starts).
+Output (last stdout line): {"replicas": n, "results": dev results, "weights": {reference name: sum of |w|}}.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main(mode, root, vocab):
+  import tensorflow as tf
+  if mode == "mirrored":
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+  from conftest import TINY_MODEL
+  from electra_tf.finetuning import model as model_lib
+  from electra_tf.finetuning.run import FinetuningRun
+  model_lib.HEAD_DROPOUT = 0.0  # the reference's fixed 0.1 on [CLS]: masks are drawn per replica
+  from tests._finetuning_testlib import tiny_config
+  model = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  cfg = tiny_config(root, ["sst"], vocab, model_hparam_overrides=model,
+                    train_batch_size=4, eval_batch_size=4, num_train_epochs=2.0, learning_rate=1e-3,
+                    strategy="one_device" if mode == "single" else "mirrored")
+  run = FinetuningRun(cfg, progress=False)
+  replicas = run.strategy.num_replicas_in_sync
+  results = run.run()[0]["sst"]
+  reader = tf.train.load_checkpoint(run.model_dir(1))
+  weights = {name: float(abs(reader.get_tensor(name)).sum()) for name in reader.get_variable_to_shape_map()
+             if name != "global_step"}
+  print(json.dumps({"replicas": replicas, "results": results, "weights": weights}))
+
+
+if __name__ == "__main__":
+  main(*sys.argv[1:4])
