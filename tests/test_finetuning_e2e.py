@@ -6,6 +6,7 @@ import os
 import pickle
 import shutil
 
+import numpy as np
 import pytest
 
 from electra_tf.finetuning import run_finetuning
@@ -91,10 +92,10 @@ def test_tiny_pretrained_electra_fine_tuned_on_rt_polarity_beats_majority(tmp_pa
 
 def test_squad_v1_end_to_end_official_numbers(tmp_path, data_dir, bert_vocab):
   sample = (data_dir / "squad" / "squad-v1.1-sample.json").read_text()
-  for split in ("train", "dev"):
+  for split in ("train", "dev", "test"):  # test = dev: the test outputs must be the dev predictions
     write(tmp_path / f"finetuning_data/squadv1/{split}.json", sample)
   cfg = tiny_config(tmp_path, ["squadv1"], bert_vocab, max_seq_length=96, doc_stride=32, max_query_length=24,
-                    num_train_epochs=2.0, beam_size=5, n_best_size=5)
+                    num_train_epochs=2.0, beam_size=5, n_best_size=5, write_test_outputs=True)
   assert cfg.max_seq_length == 96  # user values win over the squad defaults (512, 2 epochs)
   results = run_finetuning(cfg, progress=False)[0]["squadv1"]
   assert set(results) == {"exact_match", "f1"}
@@ -104,6 +105,8 @@ def test_squad_v1_end_to_end_official_numbers(tmp_path, data_dir, bert_vocab):
   official = squad_v1_evaluate(json.loads(sample)["data"], preds)
   assert results == pytest.approx(official)
   assert json.loads((qa_dir / "squadv1_eval.json").read_text()) == pytest.approx(official)
+  test_preds = tmp_path / "models/tiny/test_predictions/squadv1_test_1_predictions.json"
+  assert json.loads(test_preds.read_text()) == preds
 
 
 def test_squad_v2_null_odds(tmp_path, bert_vocab):
@@ -120,12 +123,36 @@ def test_squad_v2_null_odds(tmp_path, bert_vocab):
               "best_f1_thresh"):
     assert key in results
   null_odds = json.loads((tmp_path / "models/tiny/results/squad_qa/squad_null_odds.json").read_text())
-  assert set(null_odds) == {"a", "b"}
   preds = json.loads((tmp_path / "models/tiny/results/squad_qa/squad_preds.json").read_text())
-  predicted_empty = sum(1 for q in "ab" if null_odds[q] > -2.75)  # what the -2.75 threshold turns into ""
-  no_ans_right = float(null_odds["b"] > -2.75)
-  assert results["NoAns_exact"] == pytest.approx(100 * no_ans_right)
-  assert 0 <= predicted_empty <= 2 and set(preds) == {"a", "b"}
+  assert set(null_odds) == set(preds) == {"a", "b"}
+  assert all(preds[q] and preds[q] in context for q in "ab")  # a best non-null span of the context each
+
+  # The official v2.0 rules written out for these two questions: a (gold "The Normans"), b (no answer).
+  def words(text):
+    text = "".join(c for c in text.lower() if c not in ".,!?;:'\"()-")
+    return [w for w in text.split() if w not in ("a", "an", "the")]
+
+  def f1(pred, gold):
+    if not pred or not gold:
+      return float(pred == gold)
+    common = sum(min(pred.count(w), gold.count(w)) for w in set(pred))
+    return 0.0 if not common else 2 * common / (len(pred) + len(gold))
+
+  gold = {"a": words("The Normans"), "b": []}
+  raw = {q: (float(words(preds[q]) == gold[q]), f1(words(preds[q]), gold[q])) for q in "ab"}
+  null = {"a": (0.0, 0.0), "b": (1.0, 1.0)}  # the scores of answering ""
+  final = {q: null[q] if null_odds[q] > -2.75 else raw[q] for q in "ab"}
+  assert results["exact"] == pytest.approx(50 * (final["a"][0] + final["b"][0]))
+  assert results["f1"] == pytest.approx(50 * (final["a"][1] + final["b"][1]))
+  assert (results["HasAns_exact"], results["NoAns_exact"]) == pytest.approx((100 * final["a"][0], 100 * final["b"][0]))
+  for i, name in ((0, "exact"), (1, "f1")):  # the best threshold: answer the questions with odds <= it
+    best, best_thresh = null["a"][i] + null["b"][i], 0.0
+    for thresh in sorted(null_odds.values()):
+      score = sum(raw[q][i] if null_odds[q] <= thresh else null[q][i] for q in "ab")
+      if score > best:
+        best, best_thresh = score, thresh
+    assert results[f"best_{name}"] == pytest.approx(50 * best), name
+    assert results[f"best_{name}_thresh"] == pytest.approx(best_thresh), name
 
 
 def test_chunk_on_real_pos_data(tmp_path, data_dir, bert_vocab):
@@ -154,13 +181,19 @@ def test_multitask_trials_test_outputs_and_glue_files(tmp_path, bert_vocab):
   assert len(pickle.loads((model / "results/sst_mnli_sts_results.pkl").read_bytes())) == 2
   glue = model / "glue_submission/sst_mnli_sts_1"
   assert sorted(os.listdir(glue)) == ["AX.tsv", "MNLI-m.tsv", "MNLI-mm.tsv", "SST-2.tsv", "STS-B.tsv"]
-  sst = (glue / "SST-2.tsv").read_text().splitlines()
-  assert sst[0] == "index\tprediction" and [r.split("\t")[0] for r in sst[1:]] == ["0", "1"]
-  assert {r.split("\t")[1] for r in sst[1:]} <= {"0", "1"}
-  assert (glue / "MNLI-m.tsv").read_text().splitlines()[1].split("\t")[1] in ("contradiction", "entailment", "neutral")
-  assert 0.0 <= float((glue / "STS-B.tsv").read_text().splitlines()[1].split("\t")[1]) <= 5.0
-  preds = pickle.loads((model / "test_predictions/mnli_test_matched_1_predictions.pkl").read_bytes())
-  assert list(preds) == [0] and preds[0].shape == (3,)
+  rows = lambda name: [r.split("\t") for r in (glue / name).read_text().splitlines()]
+  pred = lambda stem: pickle.loads((model / f"test_predictions/{stem}_1_predictions.pkl").read_bytes())
+  sst, sst_logits = rows("SST-2.tsv"), pred("sst_test")
+  assert sst[0] == ["index", "prediction"] and sorted(sst_logits) == [0, 1]
+  assert sst[1:] == [[str(i), str(int(np.argmax(sst_logits[i])))] for i in (0, 1)]  # the logits' argmax
+  mnli_labels = ["contradiction", "entailment", "neutral"]
+  for file, stem in (("MNLI-m.tsv", "mnli_test_matched"), ("MNLI-mm.tsv", "mnli_test_mismatched"),
+                     ("AX.tsv", "mnli_diagnostic")):
+    logits = pred(stem)
+    assert list(logits) == [0] and logits[0].shape == (3,)
+    assert rows(file)[1:] == [["0", mnli_labels[int(np.argmax(logits[0]))]]], file
+  sts = pred("sts_test")[0]  # the regression output, on the 0..1 scale the targets were divided to
+  assert rows("STS-B.tsv")[1:] == [["0", f"{min(max(float(sts) * 5, 0.0), 5.0):.3f}"]]
   assert not (model / "glue_submission/sst_mnli_sts_2").exists()  # n_writes_test = 1
 
 
@@ -188,8 +221,12 @@ def test_tfds_source_sst2_and_squad_mocked(tmp_path, bert_vocab):
   from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
   with tfds.testing.mock_data(num_examples=24):
     cfg = tiny_config(tmp_path, ["sst"], bert_vocab, data_source="tfds")
-    results = run_finetuning(cfg, progress=False)
-    assert 0 <= results[0]["sst"]["accuracy"] <= 100
+    accuracy = run_finetuning(cfg, progress=False)[0]["sst"]["accuracy"]
+    dev_size = len(list(tfds.load("glue/sst2", split="validation")))
+    assert dev_size == 24 and (accuracy * dev_size / 100) == pytest.approx(round(accuracy * dev_size / 100))
+    saved = tmp_path / "models/tiny/finetuning_models/sst_model_1"  # the reported number is the saved model's
+    again = tiny_config(tmp_path, ["sst"], bert_vocab, data_source="tfds", do_train=False, init_checkpoint=str(saved))
+    assert run_finetuning(again, progress=False)[0]["sst"]["accuracy"] == pytest.approx(accuracy)
     tok = load_tokenizer(bert_vocab, True)
     task = get_task(tiny_config(tmp_path, ["mnli"], bert_vocab, data_source="tfds"), "mnli", tok)
     dev = task.get_examples("dev")
