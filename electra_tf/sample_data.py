@@ -23,7 +23,7 @@ import random
 import re
 import shutil
 
-from electra_tf import runtime
+from electra_tf import runtime, tokenization
 from electra_tf.errors import SampleDataError
 from electra_tf.pretrain_data import build, corpus, vocab
 
@@ -177,5 +177,5 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
 
 
 def vocab_size_of(vocab_file) -> int:
-  with open(vocab_file, encoding="utf-8") as f:
-    return sum(1 for _ in f)
+  # Through the one vocab reader, so a SentencePiece .model counts its pieces.
+  return tokenization.read_vocab(vocab_file, check_special=False).size

@@ -94,7 +94,7 @@ def _python_logits(model_dir, vocab_file, sentences):
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
-def test_journey_from_raw_text_to_transformers_and_a_served_model(kind, corpus, tmp_path, data_dir):
+def test_journey_from_raw_text_to_transformers_and_a_served_model(kind, corpus, tmp_path, data_dir, capsys):
   transformers = pytest.importorskip("transformers")
   torch = pytest.importorskip("torch")
   from electra_tf import tokenization
@@ -124,7 +124,10 @@ def test_journey_from_raw_text_to_transformers_and_a_served_model(kind, corpus, 
 
   # 4. export-hf: transformers, with the exported tokenizer, gives our discriminator's logits
   hf_dir = root / "hf"
+  capsys.readouterr()
   _cli(convert.main, ["export-hf", run_dir, "--output", hf_dir])
+  hf_class = "AlbertTokenizer" if kind == "sentencepiece" else "ElectraTokenizer"
+  assert f"with {'tokenizer_class ' if kind == 'sentencepiece' else ''}{hf_class}" in capsys.readouterr().out
   disc_dir = hf_dir / "discriminator"
   expected_vocab = "spiece.model" if kind == "sentencepiece" else "vocab.txt"
   assert (disc_dir / expected_vocab).read_bytes() == vocab_file.read_bytes()

@@ -58,7 +58,7 @@ def _import(args, log, generator=None):
         "1.0, google-research/electra issue #39)")
   log(f"pre-training hparams: {json.dumps(arch.pretraining_hparams(), sort_keys=True)}")
   if source.vocab_file is None:
-    log("warning: no vocab.txt found beside the checkpoint; pass --vocab to bundle it")
+    log("warning: no vocab.txt or spiece.model found beside the checkpoint; pass --vocab to bundle it")
   log(f"wrote {args.output}")
   log(_continue_hint(args.output, arch))
 
@@ -87,10 +87,23 @@ def cmd_export_tf1(args, log):
   log(f"wrote {prefix} ({len(source.arrays) + len(source.extra)} variables + global_step, no optimizer slots)")
 
 
+def _hf_tokenizer_note(source) -> str:
+  """Which transformers tokenizer the export's files load as (said once, since SentencePiece has no
+  ELECTRA tokenizer class of its own)."""
+  if not source.vocab_file:
+    return "warning: no vocab bundled (none found beside the input); pass --vocab for the tokenizer files"
+  if ckpt.vocab_kind(source.vocab_file) == "sentencepiece":
+    return (f"tokenizer: {ckpt.SPM_FILE} with tokenizer_class AlbertTokenizer (transformers' SentencePiece "
+            "tokenizer that builds ELECTRA's [CLS] a [SEP] b [SEP]; AutoTokenizer.from_pretrained loads it, with "
+            "the sentencepiece library's ids; docs/interop.md)")
+  return f"tokenizer: {ckpt.VOCAB_FILE} with ElectraTokenizer"
+
+
 def cmd_export_hf(args, log):
   source = ckpt.read_source(args.path)
   if args.vocab:
     source.vocab_file = args.vocab
+  log(_hf_tokenizer_note(source))
   arch, what = source.architecture, args.what
   heads = savedmodel.task_heads(source.extra)
   if what == "auto":
@@ -151,7 +164,7 @@ def build_parser(prog: typing.Optional[str] = None) -> argparse.ArgumentParser:
     return p
 
   def casing(p):
-    p.add_argument("--vocab", help="vocab.txt (default: the one beside the input)")
+    p.add_argument("--vocab", help="vocab.txt or SentencePiece .model (default: the one beside the input)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--lower-case", dest="lower_case", action="store_true", default=None,
                    help="the model is uncased (the released models are)")
@@ -164,12 +177,13 @@ def build_parser(prog: typing.Optional[str] = None) -> argparse.ArgumentParser:
   p.add_argument("--generator", help="the matching ElectraForMaskedLM directory")
   casing(p)
   p = add("export-tf1", cmd_export_tf1, "any input -> the reference's TF1 layout (model.ckpt-<step>)")
-  p.add_argument("--vocab", help="vocab.txt to copy beside the checkpoint")
+  p.add_argument("--vocab", help="vocab.txt or SentencePiece .model to copy beside the checkpoint")
   p = add("export-hf", cmd_export_hf, "any input -> Hugging Face config.json + model.safetensors")
   p.add_argument("--what", default="auto", choices=("auto", "both", "discriminator", "generator", "encoder", "task"),
                  help="auto: a fine-tuned task head if there is one, else discriminator/ and generator/")
   p.add_argument("--task", help="which fine-tuned task (when the checkpoint holds several)")
-  p.add_argument("--vocab", help="vocab.txt to bundle (default: the one beside the input)")
+  p.add_argument("--vocab", help="vocab.txt or SentencePiece .model to bundle (default: the one beside the "
+                 "input)")
   p = add("export-savedmodel", cmd_export_savedmodel, "fine-tuned classifier/QA -> SavedModel serving raw strings")
   p.add_argument("--task", help="which fine-tuned task (when the checkpoint holds several)")
   p.add_argument("--max-seq-length", type=int, help="default: the task's (128; 512 for QA)")
