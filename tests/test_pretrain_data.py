@@ -250,3 +250,48 @@ def test_books_dir(tmp_path):
   docs = list(corpus.iter_books(tmp_path))
   assert docs == [["Chapter one.", "It was a dark night.", "Then Smith came home.", "He slept."],
                   ["Another book starts here!", "Does it end?"]]
+
+
+def test_tfds_corpus_through_tensorflow_datasets_mocking(tmp_path, bert_vocab):
+  """``iter_tfds`` and a build from it, on tensorflow-datasets' offline mock of the Wikipedia set: one
+  record = one document of its text's sentences; a wrong text key names the features there are."""
+  tfds = pytest.importorskip("tensorflow_datasets")
+  name = "wikipedia/20230601.en"
+  with tfds.testing.mock_data(num_examples=12):
+    texts = [r["text"].decode("utf-8") for r in tfds.as_numpy(tfds.load(name, split="train"))]
+    stats = corpus.CorpusStats()
+    docs = list(corpus.iter_tfds(name, stats=stats))
+    meta = build.build_pretraining_dataset(tmp_path / "out", bert_vocab, tfds={"name": name}, max_seq_length=32,
+                                           num_shards=1, progress=False)
+    with pytest.raises(build.DataPrepError, match=r"has no feature 'body' \(it has text, title\); pass --tfds-text-key"):
+      list(corpus.iter_tfds(name, text_key="body"))
+  expected = [corpus.text_to_document(t) for t in texts]
+  assert len(texts) == 12 and docs == [d for d in expected if d] and docs
+  assert stats.files_read == 1
+  assert meta["num_documents"] == len(docs) and meta["num_sentences"] == sum(map(len, docs))
+  assert meta["num_files_read"] == 1 and meta["splits"]["train"]["num_examples"] > 0
+
+
+def test_a_new_build_replaces_the_old_one_whole(tmp_path, data_dir, bert_vocab):
+  """Building into an existing output directory: afterwards it holds exactly what a fresh build of the
+  new arguments holds (no old shard, eval split or metadata left); a failed build leaves the old one."""
+  _write_corpus(data_dir, tmp_path / "corpus", num_lines=300)
+  kw = dict(corpus_dir=tmp_path / "corpus", max_seq_length=32, progress=False)
+  out = tmp_path / "out"
+  build.build_pretraining_dataset(out, bert_vocab, num_shards=3, eval_fraction=0.2, seed=1, **kw)
+  assert len(os.listdir(out)) == 3 + 1 + 1  # train shards, one eval shard, metadata.json
+  new = build.build_pretraining_dataset(out, bert_vocab, num_shards=2, seed=2, **kw)
+  fresh = build.build_pretraining_dataset(tmp_path / "fresh", bert_vocab, num_shards=2, seed=2, **kw)
+  assert sorted(os.listdir(out)) == sorted(os.listdir(tmp_path / "fresh")) == [
+      "metadata.json", "pretrain_data.tfrecord-0-of-2", "pretrain_data.tfrecord-1-of-2"]
+  for n in os.listdir(out):
+    if n != "metadata.json":
+      assert (out / n).read_bytes() == (tmp_path / "fresh" / n).read_bytes(), n
+  assert json.loads((out / "metadata.json").read_text())["seed"] == 2 and new["seed"] == 2
+  assert new["splits"] == fresh["splits"]
+  before = {n: (out / n).read_bytes() for n in os.listdir(out)}
+  (tmp_path / "empty").mkdir()
+  with pytest.raises(build.DataPrepError):
+    build.build_pretraining_dataset(out, bert_vocab, corpus_dir=tmp_path / "empty", num_shards=2, progress=False)
+  assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before
+  assert sorted(os.listdir(tmp_path)) == ["corpus", "empty", "fresh", "out"]  # no temporary left behind
