@@ -1,11 +1,14 @@
 """Detects the constant-discriminator state while pre-training runs.
 
-A run whose peak learning rate is too hot for its warmup and length (typically a short run with the
-reference's AdamW, whose missing bias correction multiplies the first hundreds of updates by up to 6.6x)
-can settle on "every token is original": replaced-token recall near 0, a real-token AUC near 0.5, and
-nearly identical final token vectors. Fine-tuning from that state is worse than from random weights. The
-loss still looks plausible (it is the entropy of the replacement rate), and the reference's ``disc_auc``
-reads about 0.63 because it counts padding as certain negatives, so nothing else flags it.
+A short or small run can settle on "every token is original": replaced-token recall near 0 and a real-token
+AUC near 0.5. Measured cause (docs/short_runs.md, ``experiments/identity_cue_check.py``): once the
+generator has learnt the unigram distribution, a replaced token is no rarer than any other, so the token's
+identity, the cue the discriminator learns first, stops telling, and only contextual features (which take
+many more steps) can; a peak learning rate too hot for the warmup and length (worse with the reference's
+AdamW, whose missing bias correction multiplies early updates by up to 6.6x) gets there sooner and deeper.
+Fine-tuning from that state has measured worse than from random weights. The loss still looks plausible (it
+is the entropy of the replacement rate), and the reference's ``disc_auc`` reads about 0.63 because it counts
+padding as certain negatives, so nothing else flags it.
 
 ``CollapseGuard.update`` sees each training log window (``disc_recall`` and ``disc_auc_real`` averaged over
 the loop) and reports once the state has held for ``window_steps`` steps after ``start_step``.
@@ -52,12 +55,13 @@ class CollapseGuard:
     self.reported = True
     return (f"the discriminator has collapsed to a constant: from step {self._onset} to {step} it called almost "
             f"every token original (disc_recall {values['disc_recall']:.3f}, real-token AUC "
-            f"{values['disc_auc_real']:.3f}), and fine-tuning from this state is worse than from random weights. "
-            "The usual cause is a peak learning_rate too high for num_warmup_steps and the run's length (the "
-            "reference's Adam has no bias correction, so early updates are several times larger than the rate "
-            "says); a rate far too low for a short run leaves it on the same plateau. Fix: "
-            '{"short_run_recipe": true} (on with --model-size tiny), or lower learning_rate, lengthen '
-            "num_warmup_steps and set adam_bias_correction true; see docs/short_runs.md")
+            f"{values['disc_auc_real']:.3f}); fine-tuning from this state has measured worse than from random "
+            "weights. The generator now replaces tokens with words as frequent as the text's own, which only "
+            "context gives away, and the discriminator has not learnt that yet; a peak learning_rate too hot for "
+            "num_warmup_steps and the run's length brings this on sooner and deeper (the reference's Adam has no "
+            "bias correction). Fix: more steps, and for a short run "
+            '{"short_run_recipe": true} (on with --model-size tiny) or a lower learning_rate, a longer '
+            "num_warmup_steps and adam_bias_correction true; see docs/short_runs.md")
 
   def resume_at(self, step: int):
     """A resumed run starts its first window at ``step``."""
