@@ -22,20 +22,27 @@ def test_electra_vs_mlm_quick(tmp_path):
   proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   summary = json.loads((work / "summary.json").read_text())
+  dev = (work / "data" / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
   for method in ("electra", "mlm", "no_pretrain"):
     acc = summary["finetuning"][method]["accuracy"]
-    assert acc["n"] == 1
-    for key in ("median", "mean", "std", "min", "max"):
-      assert math.isfinite(acc[key]), (method, key, acc)
-    assert 0.0 <= acc["median"] <= 100.0
+    (value,) = acc["values"]  # one seed: every statistic is that trial's accuracy
+    assert acc["n"] == 1 and summary["finetuning"][method]["seeds"] == [1]
+    assert (acc["median"], acc["mean"], acc["min"], acc["max"], acc["std"]) == (value, value, value, value, 0.0)
+    correct = value * len(dev) / 100  # a share of the dev rows it was evaluated on
+    assert math.isfinite(value) and correct == pytest.approx(round(correct), abs=1e-6), (method, value, len(dev))
+    printed = (f"sst dev accuracy median {value:.2f}  mean {value:.2f}  std 0.00  min {value:.2f}  max {value:.2f}"
+               "  (n=1)")
+    assert sum(printed in line for line in proc.stdout.splitlines()) >= 1, (method, printed)
   pre = summary["pretraining"]
   # equal compute: MLM gets more (cheaper) steps so that both used about the same FLOPs
   assert pre["mlm"]["steps"] > pre["electra"]["steps"]
   ratio = pre["mlm"]["total_flops"] / pre["electra"]["total_flops"]
   assert abs(ratio - 1.0) < 0.15, ratio
   for method in ("electra", "mlm"):
-    final = pre[method]["final_heldout_eval"]
-    assert final is not None and math.isfinite(final["masked_lm_accuracy"])
+    final = pre[method]["final_heldout_eval"]  # the held-out evaluation at the last step, as written by the run
+    assert final["step"] == pre[method]["steps"] and final == pre[method]["eval_history"][-1]
+    assert math.isfinite(final["masked_lm_accuracy"])
+  assert ("disc_auc" in pre["electra"]["final_heldout_eval"]) and "disc_auc" not in pre["mlm"]["final_heldout_eval"]
   assert math.isfinite(pre["electra"]["final_heldout_eval"]["disc_auc"])
   assert os.path.getsize(summary["plot"]) > 1000
   # rerunning skips every finished stage
