@@ -8,13 +8,28 @@ tf-text ids are identical to the pure-Python ids on every line. Times the librar
 TensorFlow is imported. "2 processes" is `--num-processes 2` as users run it: below 64 MiB of text the
 builder keeps to one process (a worker's start-up, a TensorFlow runtime, costs more than it saves);
 "2 processes, forced" starts the worker anyway (min_bytes_per_worker=0) to show what it would cost.
---repeat-corpus N also builds from N copies. The reference's builder figure is fixed (24.5 s on this
+--repeat-corpus N also builds from N copies.
+
+  python benchmarks/data_prep.py --wikipedia [--articles 105]
+
+measures the Wikipedia dump path instead: a dump excerpt of N distinct articles (the 5 pages of
+$ELECTRA_TEST_DATA/wikipedia/enwiki-table-markup.xml.bz2 repeated under new titles and ids, bzip2 again)
+built as `build_data --wikipedia-dump` builds it, with 1 and 2 processes: wall time, CPU time of this
+process and its (joined) workers, articles/s and word pieces/s of both, then a cProfile of the 1-process
+build summarised by stage (XML + bzip2, wikitext parse, node removal, strip_code, sentence split,
+tokenize + pack, write). On a loaded machine the CPU-time rates are the figure to compare; wall time minus
+CPU time is time spent waiting (for a core, a worker or I/O). The reference's builder figure is fixed (24.5 s on this
 machine kind); "same-run" scales it by this run's pure-Python tokenizer speed against the issue's
 126,000 wp/s, to take the machine's speed on the day out of the comparison.
 """
 
 import argparse
+import bz2
+import cProfile
 import gzip
+import pstats
+import re
+import resource
 import os
 import pathlib
 import shutil
@@ -34,13 +49,148 @@ REFERENCE_SECONDS = 24.5  # the reference builder on this 2-core machine kind (i
 REFERENCE_TOKENIZER_WPS = 126_000  # its tokenizer alone, same machine kind (issue figure)
 
 
+def make_dump_excerpt(source, destination, num_articles):
+  """Writes a .xml.bz2 dump of ``num_articles`` pages: the pages of ``source`` in turn, copy k of a page
+  titled "T" renamed "T (k)" with page id k * 10**8 + its id, so that every article is distinct."""
+  with bz2.open(source, "rt", encoding="utf-8") as f:
+    xml = f.read()
+  first, last = xml.index("<page>"), xml.rindex("</page>") + len("</page>")
+  pages = re.findall(r"<page>.*?</page>", xml[first:last], flags=re.DOTALL)
+  out = [xml[:first]]
+  for i in range(num_articles):
+    k, page = divmod(i, len(pages))
+    page = pages[page]
+    if k:
+      page = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} ({k})</title>", page, count=1)
+      page = re.sub(r"(</ns>\s*<id>)(\d+)(</id>)", lambda m: f"{m.group(1)}{k * 10**8 + int(m.group(2))}"
+                    f"{m.group(3)}", page, count=1)
+    out.append(page if i == 0 else "\n  " + page)
+  out.append(xml[last:])
+  with bz2.open(destination, "wt", encoding="utf-8") as f:
+    f.write("".join(out))
+
+
+def _cpu_seconds():
+  """User + system CPU seconds of this process and of its children that have been waited for."""
+  own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+  return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# Stages of the dump path: (label, file suffix, function name); cumulative seconds of each in the profile.
+_STAGES = [
+    ("whole build", "pretrain_data/build.py", "build_pretraining_dataset"),
+    ("dump reader (XML + bzip2 + cleanup + sentences)", "pretrain_data/corpus.py", "iter_wikipedia_dump"),
+    ("  wikitext -> text (wikitext_to_text)", "pretrain_data/corpus.py", "wikitext_to_text"),
+    ("    mwparserfromhell parse", "mwparserfromhell/parser/__init__.py", "parse"),
+    ("    node removal (Wikicode.remove)", "mwparserfromhell/wikicode.py", "remove"),
+    ("    strip_code", "mwparserfromhell/wikicode.py", "strip_code"),
+    ("  sentence split (blingfire)", "pretrain_data/corpus.py", "text_to_document"),
+    ("tokenize + pack (process_chunk)", "pretrain_data/build.py", "process_chunk"),
+    ("write TFRecords (_ShardWriter.write)", "pretrain_data/build.py", "write"),
+    ("shard checksums (_ShardWriter.shards)", "pretrain_data/build.py", "shards"),
+]
+
+
+def _stage_seconds(stats):
+  out = {}
+  for label, suffix, name in _STAGES:
+    out[label] = sum(v[3] for (file, _, fn), v in stats.stats.items() if fn == name and file.endswith(suffix))
+  return out
+
+
+def _time_stages(dump, num_articles, num_pieces):
+  """CPU seconds of the dump reader's stages, each run alone over the whole excerpt, no profiler."""
+  import xml.etree.ElementTree as ET  # pylint: disable=import-outside-toplevel
+  import mwparserfromhell  # pylint: disable=import-outside-toplevel
+  from electra_tf.pretrain_data import corpus  # pylint: disable=import-outside-toplevel
+  rows, t = [], time.process_time()
+  texts = []
+  with bz2.open(dump, "rb") as f:
+    for _, elem in ET.iterparse(f, events=("end",)):
+      if elem.tag.rsplit("}", 1)[-1] == "text":
+        texts.append(elem.text or "")
+  rows.append(("bzip2 + XML (ElementTree.iterparse)", time.process_time() - t))
+  t = time.process_time()
+  for text in texts:
+    mwparserfromhell.parse(text)
+  rows.append(("mwparserfromhell.parse alone", time.process_time() - t))
+  t = time.process_time()
+  plain = [corpus.wikitext_to_text(text) for text in texts]
+  rows.append(("wikitext_to_text (parse + node removal + strip_code)", time.process_time() - t))
+  t = time.process_time()
+  docs = [corpus.text_to_document(p) for p in plain]
+  rows.append(("sentence split (text_to_document)", time.process_time() - t))
+  t = time.process_time()
+  list(corpus.iter_wikipedia_dump(str(dump)))
+  reader = time.process_time() - t
+  rows.append(("the whole reader (iter_wikipedia_dump)", reader))
+  print(f"\nstages alone, CPU seconds for the {len(texts)} articles ({sum(map(len, docs))} sentences); the "
+        f"reader alone runs at {num_articles / reader:.2f} articles/s, {num_pieces / reader:,.0f} wp/s:")
+  for label, secs in rows:
+    print(f"  {label:<56} {secs:7.2f} s")
+
+
+def wikipedia_main(data, vocab, num_articles, profile_lines):
+  """The dump path: see the module docstring."""
+  source = data / "wikipedia" / "enwiki-table-markup.xml.bz2"
+  tmp = pathlib.Path(tempfile.mkdtemp(prefix="electra_bench_wiki_"))
+  try:
+    dump = tmp / f"enwiki-excerpt-{num_articles}.xml.bz2"
+    make_dump_excerpt(source, dump, num_articles)
+    print(f"dump excerpt: {num_articles} articles, {dump.stat().st_size / 2**20:.2f} MiB bzip2 "
+          f"(from {source.name})")
+    build.build_pretraining_dataset(tmp / "warm", vocab, wikipedia_dumps=[str(source)], num_shards=1,
+                                    progress=False)  # tokenizer graph traced, imports done: not timed
+    outputs = {}
+    for procs in (1, 2):
+      out = tmp / f"out_{procs}"
+      cpu, wall = _cpu_seconds(), time.perf_counter()
+      meta = build.build_pretraining_dataset(out, vocab, wikipedia_dumps=[str(dump)], num_processes=procs,
+                                             num_shards=10, seed=0, progress=False)
+      wall, cpu = time.perf_counter() - wall, _cpu_seconds() - cpu
+      docs, wp = meta["num_documents"], meta["num_word_pieces"]
+      print(f"{procs} process(es): {docs} articles, {wp:,} wp, "
+            f"{meta['splits']['train']['num_examples']:,} examples; wall {wall:.1f} s = {docs / wall:.2f} "
+            f"articles/s, {wp / wall:,.0f} wp/s; CPU {cpu:.1f} s = {docs / cpu:.2f} articles/s, "
+            f"{wp / cpu:,.0f} wp/s; CPU / wall {cpu / wall:.2f} (cores busy on average, of {procs} asked)")
+      outputs[procs] = [f.read_bytes() for f in sorted(out.glob("pretrain_data*"))]
+    print(f"outputs of 1 and 2 processes byte-identical: {outputs[1] == outputs[2]}")
+
+    _time_stages(dump, meta["num_documents"], meta["num_word_pieces"])
+    profiler = cProfile.Profile(time.process_time)  # CPU seconds: other jobs' load does not count
+    cpu = _cpu_seconds()
+    profiler.enable()
+    build.build_pretraining_dataset(tmp / "out_prof", vocab, wikipedia_dumps=[str(dump)], num_shards=10,
+                                    seed=0, progress=False)
+    profiler.disable()
+    cpu = _cpu_seconds() - cpu
+    stats = pstats.Stats(profiler)
+    print(f"\ncProfile of the 1-process build ({cpu:.1f} s CPU under the profiler, whose per-call clock "
+          "reads inflate it: read the shares), cumulative CPU seconds:")
+    stages = _stage_seconds(stats)
+    whole = stages[_STAGES[0][0]] or 1.0
+    for label, secs in stages.items():
+      print(f"  {label:<52} {secs:7.2f} s  {100 * secs / whole:5.1f}%")
+    if profile_lines:
+      stats.sort_stats("cumulative").print_stats(profile_lines)
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
   root = pathlib.Path(__file__).resolve().parent.parent
   p = argparse.ArgumentParser()
   p.add_argument("--data-dir", default=os.environ.get("ELECTRA_TEST_DATA", root.parent / "shared" / "data"))
   p.add_argument("--repeat-corpus", type=int, default=4)
+  p.add_argument("--wikipedia", action="store_true", help="measure the Wikipedia dump path instead")
+  p.add_argument("--articles", type=int, default=105, help="articles in the --wikipedia dump excerpt")
+  p.add_argument("--profile-lines", type=int, default=0,
+                 help="with --wikipedia: also print this many top cumulative cProfile lines")
   args = p.parse_args()
   data = pathlib.Path(args.data_dir)
+  if args.wikipedia:
+    return wikipedia_main(data, data / "vocab" / "bert-base-uncased-vocab.txt", args.articles,
+                          args.profile_lines)
   vocab = data / "vocab" / "bert-base-uncased-vocab.txt"
   with gzip.open(data / "corpus" / "wikitext-2" / "train.raw.gz", "rt", encoding="utf-8") as f:
     text = f.read()

@@ -3,7 +3,10 @@ text), and a truncated or corrupt dump stops the build with one line naming the 
 
 import bz2
 import json
+import pathlib
+import re
 import shutil
+import sys
 
 import pytest
 
@@ -101,3 +104,42 @@ def test_truncated_dump_is_one_line_naming_the_file(tmp_path, dump, bert_vocab, 
   notes.write_text("Just a sentence.\n", encoding="utf-8")
   line = _one_error_line(capsys, base + ["--wikipedia-dump", str(notes)])
   assert "is not a MediaWiki XML dump" in line and "--corpus-dir" in line, line
+
+
+def test_wikitext_cleanup_drops_markup_and_keeps_link_text():
+  """Top-level refs, file/category/interwiki links, headings, tables, math and divs go (their nested links
+  with them); visible link text, bold and italics stay."""
+  wikitext = """{{Infobox thing|name=X}}'''Alpha''' is a [[beta|Beta]] thing.<ref>A [[cited]] source.</ref> It is [[gamma]].
+[[File:Pic.jpg|thumb|A [[caption link]] here.]]
+== History ==
+The [[de:Alpha]] past began in 1900.<ref name="a"/> It had a <math>x^2</math> form.
+{| class="wikitable"
+|-
+| cell one || cell two
+|}
+<div>hidden box</div>
+* a list item
+Final [[Category:Things]] sentence with ''italics'' and <b>bold</b>.
+=== Sub ===
+Last words.<references/>
+[[Category:Alphas]]"""
+  assert corpus.wikitext_to_text(wikitext) == (
+      "Alpha is a Beta thing. It is gamma.\nThe  past began in 1900. It had a  form.\na list item\n"
+      "Final  sentence with italics and bold.\nLast words.")
+
+
+def test_benchmark_dump_excerpt_has_n_distinct_articles(tmp_path, dump):
+  """benchmarks/data_prep.py --wikipedia's excerpt: N pages with distinct titles and ids, read as N
+  documents, copy k of a page giving the page's own document."""
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+  import data_prep  # pylint: disable=import-outside-toplevel
+  out = tmp_path / "excerpt.xml.bz2"
+  data_prep.make_dump_excerpt(dump, out, 7)
+  with bz2.open(out, "rt", encoding="utf-8") as f:
+    xml = f.read()
+  titles = re.findall(r"<title>(.*?)</title>", xml)
+  ids = re.findall(r"</ns>\s*<id>(\d+)</id>", xml)
+  assert len(titles) == len(set(titles)) == 7 and len(ids) == len(set(ids)) == 7
+  assert titles[5] == titles[0] + " (1)"
+  docs = list(corpus.iter_wikipedia_dump(str(out)))
+  assert len(docs) == 7 and docs[5] == docs[0] and docs[6] == docs[1] and docs[0] != docs[1]
