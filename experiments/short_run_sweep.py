@@ -156,13 +156,13 @@ def pretrain_and_eval(data_dir: str, name: str, p: dict) -> dict:
   rates = train_curves.get("sequences_per_sec", [])
   # Sum of the trainer's per-loop times (what the loops took, tracing included, start-up and checkpoint
   # writes excluded); unlike pretrain_seconds it covers the whole run when a run was resumed.
-  loop_seconds = sum((s1 - s0) * hparams["train_batch_size"] / r
+  loop_seconds = sum((s1 - s0) * cfg.train_batch_size / r
                      for (s0, _), (s1, r) in zip([(0, None)] + rates[:-1], rates))
   return {**{k: float(metrics[k]) for k in HELDOUT_KEYS if k in metrics},
           "pretrain_seconds": round(pretrain_seconds, 1), "resumed": resumed,
           "pretrain_seq_per_sec": round(steady_rate(train_curves.get("sequences_per_sec", [])), 2),
           "pretrain_loop_seconds": round(loop_seconds, 1),
-          "pretrain_seq_per_sec_wall": round(steps * hparams["train_batch_size"] / pretrain_seconds, 2),
+          "pretrain_seq_per_sec_wall": round(steps * cfg.train_batch_size / pretrain_seconds, 2),
           "eval_seconds": round(eval_seconds, 1),
           **{f"train_last_{k}": round(v, 4) for k, v in last.items()}}
 
