@@ -18,6 +18,8 @@ from its last checkpoint, so rerunning the same command continues the sweep.
     $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl --points C --steps 200,1500
     $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl \\
         --points "lr=3e-4,wu=0.3,bc=1,steps=600;lr=1e-3,wu=0.1,bc=0,steps=600"          # explicit points
+    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl \
+        --points "lr=3e-4,bc=1,steps=600,temp=2;lr=3e-4,bc=1,steps=600,gen=0.25"      # generator levers
     $PY experiments/short_run_sweep.py --out D/sweep.jsonl --table                        # markdown table
 
 Stages: ``A`` = learning_rate {1e-4, 3e-4, 1e-3, 2e-3} x adam_bias_correction {off, on}, 600 steps, warmup 10%.
@@ -81,21 +83,29 @@ def make_point(lr: float, warmup: float, bc: bool, steps: int, stage: str) -> di
           "num_train_steps": int(steps)}
 
 
+# Generator levers a point may also set (short key -> pre-training hparam); the name shows them when set.
+GENERATOR_KEYS = {"temp": "temperature", "gen": "generator_hidden_size", "genw": "gen_weight"}
+
+
 def point_name(p: dict) -> str:
-  """Unique model name, e.g. ``sw_lr3e-4_wu10_bc1_s600``."""
+  """Unique model name, e.g. ``sw_lr3e-4_wu10_bc1_s600`` (``_temp2`` etc. for generator levers)."""
   mantissa, exponent = f"{p['learning_rate']:.0e}".split("e")
+  extra = "".join(f"_{k}{p[h]:g}" for k, h in GENERATOR_KEYS.items() if h in p)
   return (f"sw_lr{mantissa}e{int(exponent)}_wu{round(100 * p['warmup_frac'])}"
-          f"_bc{int(p['adam_bias_correction'])}_s{p['num_train_steps']}")
+          f"_bc{int(p['adam_bias_correction'])}_s{p['num_train_steps']}{extra}")
 
 
 def parse_point(spec: str) -> dict:
-  """``lr=3e-4,wu=0.3,bc=1,steps=600`` -> a point (stage "custom")."""
+  """``lr=3e-4,wu=0.3,bc=1,steps=600[,temp=2,gen=0.25,genw=1]`` -> a point (stage "custom")."""
   kv = dict(item.split("=", 1) for item in spec.split(",") if item.strip())
-  unknown = set(kv) - {"lr", "wu", "bc", "steps"}
+  unknown = set(kv) - {"lr", "wu", "bc", "steps"} - set(GENERATOR_KEYS)
   if unknown:
-    raise SystemExit(f"unknown keys {sorted(unknown)} in point {spec!r} (use lr, wu, bc, steps)")
-  return make_point(float(kv["lr"]), float(kv.get("wu", STAGE_A_WARMUP)), kv.get("bc", "0") in ("1", "true"),
-                    int(kv.get("steps", STAGE_STEPS)), "custom")
+    raise SystemExit(f"unknown keys {sorted(unknown)} in point {spec!r} (use lr, wu, bc, steps, "
+                     f"{', '.join(GENERATOR_KEYS)})")
+  point = make_point(float(kv["lr"]), float(kv.get("wu", STAGE_A_WARMUP)), kv.get("bc", "0") in ("1", "true"),
+                     int(kv.get("steps", STAGE_STEPS)), "custom")
+  point.update({h: float(kv[k]) for k, h in GENERATOR_KEYS.items() if k in kv})
+  return point
 
 
 def ranking_key(row: dict):
@@ -135,6 +145,7 @@ def steady_rate(curve):
 def pretrain_and_eval(data_dir: str, name: str, p: dict) -> dict:
   vocab_size = sample_data.vocab_size_of(os.path.join(data_dir, "vocab.txt"))
   hparams = presets.sample_pretraining_hparams(vocab_size, p["num_train_steps"])
+  hparams.update({h: p[h] for h in GENERATOR_KEYS.values() if h in p})
   hparams.update(learning_rate=p["learning_rate"], num_warmup_steps=p["num_warmup_steps"],
                  adam_bias_correction=p["adam_bias_correction"], iterations_per_loop=25, num_eval_steps=20,
                  eval_every_steps=0)
@@ -253,7 +264,8 @@ def markdown_table(rows) -> str:
           ("pretrain loop s", "{:.0f}"), ("pretrain wall s", "{}"), ("seq/s", "{:.1f}"), ("finetune s", "{:.0f}")]
   lines = ["| " + " | ".join(c for c, _ in cols) + " |", "|" + "---|" * len(cols)]
   for r in points:
-    values = [r["stage"], r["learning_rate"],
+    levers = ", ".join(f"{h} {r[h]:g}" for h in GENERATOR_KEYS.values() if h in r)
+    values = [r["stage"] + (f" ({levers})" if levers else ""), r["learning_rate"],
               f"{100 * r['warmup_frac']:.0f}% ({r['num_warmup_steps']})", "on" if r["adam_bias_correction"] else "off",
               r["num_train_steps"], r["disc_auc"], r["disc_auc_real"], r["disc_recall"], r["disc_accuracy"],
               r["masked_lm_accuracy"], r["sst_accuracy"], "**yes**" if collapsed(r) else "no", r["pretrain_loop_seconds"],

@@ -81,3 +81,10 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path)
   assert "todo: sw_lr3e-4_wu30_bc1_s600" in stage_b and "todo: sw_lr3e-4_wu50_bc1_s600" in stage_b
   table = run("--table")
   assert "| A | 0.0003 | 10% (60) | on | 600 |" in table and "**yes**" in table  # the 1e-4 row collapsed
+  levers = run("--points", "lr=3e-4,bc=1,steps=600,temp=2;lr=3e-4,bc=1,steps=600,gen=0.25,genw=0.5", "--dry-run")
+  assert "todo: sw_lr3e-4_wu10_bc1_s600_temp2" in levers
+  assert "todo: sw_lr3e-4_wu10_bc1_s600_gen0.25_genw0.5" in levers
+  with open(out, "a", encoding="utf-8") as f:
+    f.write(json.dumps({**rows[1], "name": "sw_lr3e-4_wu10_bc1_s600_temp2", "stage": "custom",
+                        "temperature": 2.0}) + "\n")
+  assert "| custom (temperature 2) | 0.0003 | 10% (60) | on | 600 |" in run("--table")
