@@ -66,6 +66,14 @@ def test_existing_output_is_not_overwritten(capsys, reference_dir, tmp_path):
   assert "already exists" in err
 
 
+def test_export_hf_refuses_before_writing_either_half(capsys, reference_dir, tmp_path):
+  """generator/ already there, discriminator/ not: nothing is added (it used to write discriminator/ first)."""
+  (tmp_path / "out" / "generator").mkdir(parents=True)
+  err = _error_line(capsys, ["export-hf", str(reference_dir), "-o", str(tmp_path / "out")])
+  assert "generator already exists" in err
+  assert sorted(os.listdir(tmp_path / "out")) == ["generator"]
+
+
 def test_import_then_inspect_as_a_subprocess(reference_dir, tmp_path):
   out = str(tmp_path / "model")
   env = dict(os.environ, PYTHONPATH=REPO)

@@ -13,11 +13,12 @@ import json
 import os
 import typing
 
+from electra_tf import fileio
 from electra_tf.cli import common
 from electra_tf.configs import FinetuningConfig
 from electra_tf.convert import checkpoints as ckpt
 from electra_tf.convert import hf_heads, hf_mapping
-from electra_tf.errors import ConversionError
+from electra_tf.errors import ConversionError, OutputExistsError
 from electra_tf.serving import savedmodel
 
 
@@ -133,8 +134,12 @@ def cmd_export_hf(args, log):
   if what == "both" and arch.generator is None:
     targets = [hf_mapping.DISCRIMINATOR]
     log("note: no generator weights in the source; exporting the discriminator only")
+  outs = {t: os.path.join(args.output, t) if what == "both" else args.output for t in targets}
+  for out in outs.values():  # all before any: never a discriminator written and then a generator refused
+    if not args.overwrite and fileio.exists(out):
+      raise OutputExistsError(f"{out} already exists; pass --overwrite to replace it")
   for target in targets:
-    out = os.path.join(args.output, target) if what == "both" else args.output
+    out = outs[target]
     ckpt.write_hf(out, source, target, args.overwrite)
     cls = "ElectraForPreTraining" if target == hf_mapping.DISCRIMINATOR else "ElectraForMaskedLM"
     cfg = arch.discriminator if target == hf_mapping.DISCRIMINATOR else arch.generator
