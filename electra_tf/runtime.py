@@ -121,6 +121,23 @@ def _scalar_metadata() -> bytes:
       data_class=summary_pb2.DATA_CLASS_SCALAR).SerializeToString()
 
 
+class LazySummaryWriter:
+  """A TensorBoard writer whose events file appears with the first scalar written, so that a run that fails
+  before logging anything (bad data, a wrong model size) leaves no events file behind."""
+
+  def __init__(self, logdir: str):
+    self.logdir, self._writer = logdir, None
+
+  def as_default(self, step=None):
+    if self._writer is None:
+      self._writer = tf.summary.create_file_writer(self.logdir)
+    return self._writer.as_default(step=step)
+
+  def flush(self):
+    if self._writer is not None:
+      self._writer.flush()
+
+
 def write_scalars(writer, step: int, values: typing.Mapping[str, float], prefix: str = ""):
   """TensorBoard scalars ``prefix + name`` at ``step`` (non-numbers are skipped); ``writer`` None: no-op."""
   if writer is None:

@@ -158,3 +158,15 @@ def test_fine_tuning_checks_its_model_directory_before_reading_data(tmp_path, ca
   err = capsys.readouterr().err.strip().splitlines()
   assert err == [f"error: cannot write the model directory {blocker / 'models' / 'tiny'}: {blocker} is a file, "
                  "not a directory; choose another path"]
+
+
+def test_lazy_summary_writer_creates_its_events_file_with_the_first_scalar(tmp_path):
+  from electra_tf import reporting, runtime
+  logdir = tmp_path / "train"
+  writer = runtime.LazySummaryWriter(str(logdir))
+  writer.flush()  # nothing written yet: a run that fails here leaves no events file
+  assert not logdir.exists()
+  runtime.write_scalars(writer, 3, {"loss": 1.5})
+  writer.flush()
+  assert len(list(logdir.glob("events.out.tfevents.*"))) == 1
+  assert reporting.read_scalars(str(logdir))["loss"] == [(3, 1.5)]

@@ -196,8 +196,6 @@ class Trainer:
     cfg = self.cfg
     target = min(cfg.num_train_steps, max_steps or cfg.num_train_steps)
     ckpt, manager = self._make_checkpoint()
-    if self.chief:  # lets convert, fine-tuning and init_checkpoint rebuild the networks of this run
-      runtime.atomic_write(os.path.join(cfg.model_dir, cfg.SAVED_CONFIG_FILE), cfg.to_json())
     if manager.latest_checkpoint:
       ckpt.restore(manager.latest_checkpoint).assert_existing_objects_matched()
       self.log_fn(f"resuming from {manager.latest_checkpoint} at step {int(self.step_var.numpy())}")
@@ -209,7 +207,7 @@ class Trainer:
     train_loop = self.compiled_train_loop()
     if self.chief:
       self.log_fn(pretraining_summary(cfg))
-    writer = (tf.summary.create_file_writer(os.path.join(cfg.model_dir, "train")) if self.chief
+    writer = (runtime.LazySummaryWriter(os.path.join(cfg.model_dir, "train")) if self.chief
               else tf.summary.create_noop_writer())
     bar = runtime.progress_bar(self.progress and self.chief, target, step, desc="pre-training")
     guard = CollapseGuard.for_run(cfg.num_train_steps, cfg.num_warmup_steps)
@@ -228,7 +226,7 @@ class Trainer:
           step = int(self.step_var.numpy())
           last_log = self._log_loop(writer, totals, done, step, time.perf_counter() - start, bar)
           if step % cfg.save_checkpoints_steps == 0 or step >= target:
-            manager.save(checkpoint_number=step)
+            self._save(manager, step)
           collapse = guard.update(step, last_log)
           if collapse and cfg.stop_on_collapse:
             raise PretrainingError(f"stopped at step {step} (stop_on_collapse): {collapse}; the last checkpoint is "
@@ -241,7 +239,7 @@ class Trainer:
             after_loop(step)
           if stop.signal is not None:
             if manager.latest_checkpoint is None or not manager.latest_checkpoint.endswith(f"-{step}"):
-              manager.save(checkpoint_number=step)
+              self._save(manager, step)
             self.log_fn(f"stopped by signal {stop.signal} at step {step}; checkpoint saved, rerun the same "
                         "command to resume")
             status = "interrupted"
@@ -255,6 +253,13 @@ class Trainer:
         if not self.chief:
           fileio.rmtree(os.path.join(cfg.model_dir, ".worker_tmp"), ignore_errors=True)
     return LoopResult(step, status, last_log)
+
+  def _save(self, manager, step: int):
+    """A checkpoint, with the run's hparams beside it (convert, fine-tuning and init_checkpoint rebuild the
+    networks from them); a run that fails before its first checkpoint leaves neither."""
+    if self.chief:
+      runtime.atomic_write(os.path.join(self.cfg.model_dir, self.cfg.SAVED_CONFIG_FILE), self.cfg.to_json())
+    manager.save(checkpoint_number=step)
 
   def _loop_length(self, step: int, target: int) -> int:
     cfg = self.cfg
