@@ -140,12 +140,16 @@ def test_export_savedmodel_qa(tmp_path, capsys):
   for row, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)):
     q, c = tok.tokenize(question), tok.tokenize(context)
     first, last = len(q) + 2, min(len(q) + 2 + len(c), seq - 1) - 1  # the context's token positions
-    best = max((start_lp[row, i] + end_lp[row, i, j], start_idx[row, i], end_idx[row, i, j])
-               for i in range(start_idx.shape[1]) for j in range(end_idx.shape[2])
-               if first <= start_idx[row, i] <= end_idx[row, i, j] <= last
-               and end_idx[row, i, j] - start_idx[row, i] < max_answer)
-    assert (out["start"][row], out["end"][row]) == (best[1], best[2])
-    assert abs(out["score"][row] - best[0]) <= 1e-4
+    spans = [(start_lp[row, i] + end_lp[row, i, j], start_idx[row, i], end_idx[row, i, j])
+             for i in range(start_idx.shape[1]) for j in range(end_idx.shape[2])
+             if first <= start_idx[row, i] <= end_idx[row, i, j] <= last
+             and end_idx[row, i, j] - start_idx[row, i] < max_answer]
+    best = max(score for score, _, _ in spans)
+    # An untrained head scores many spans alike: the served span must be one of the best (float ties allowed).
+    tied = {(s, e) for score, s, e in spans if score >= best - 1e-4}
+    served = (out["start"][row], out["end"][row])
+    assert served in tied, (served, sorted(tied))
+    assert abs(out["score"][row] - best) <= 1e-4
     tokens = ["[CLS]"] + q + ["[SEP]"] + c + ["[SEP]"]
-    expected = " ".join(tokens[best[1]:best[2] + 1]).replace(" ##", "")
+    expected = " ".join(tokens[served[0]:served[1] + 1]).replace(" ##", "")
     assert out["answer"][row].decode() == (expected if out["has_answer"][row] else "")
