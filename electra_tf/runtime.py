@@ -184,7 +184,7 @@ def check_writable(path: str, what: str = "output", directory: bool = False, cre
   the message. Missing directories above it are fine (jobs create them) unless ``create_parents`` is False.
   Remote paths (``gs://...``) are left to the job.
   """
-  if "://" in str(path):
+  if fileio.is_remote(path):
     return
   path = os.path.abspath(os.fspath(path))
   parent = os.path.dirname(path)
@@ -219,15 +219,16 @@ def atomic_write(path: str, data: typing.Union[str, bytes]):
 
   On a remote filesystem (``gs://``) the final rename is a copy then a delete: not atomic, but ``path``
   never holds a half-written file."""
+  data = data.encode("utf-8") if isinstance(data, str) else data
   if fileio.is_remote(path):
-    _remote_atomic_write(str(path), data.encode("utf-8") if isinstance(data, str) else data)
+    _remote_atomic_write(str(path), data)
     return
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
   try:
     with os.fdopen(fd, "wb") as f:
-      f.write(data.encode("utf-8") if isinstance(data, str) else data)
+      f.write(data)
     os.chmod(tmp, 0o644)  # mkstemp makes it private; the renamed result should not be
     os.replace(tmp, path)
   except BaseException:

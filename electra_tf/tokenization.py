@@ -138,11 +138,7 @@ def read_vocab(path, check_special=True) -> Vocab:
     raise VocabError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
   vocab = _read_vocab_cached(path, fileio.getmtime(path))
   if check_special:
-    missing = [t for t in SPECIAL_TOKENS if t not in vocab.special]
-    if missing:
-      raise VocabError(
-          f"vocab {path} lacks the special tokens {', '.join(missing)}; add them (build one with "
-          "data_prep/build_vocab.py, which places them where the reference expects)")
+    check_special_tokens(vocab.special, path)
   return vocab
 
 
@@ -556,9 +552,7 @@ def load_tokenizer(vocab_or_spm_path, do_lower_case=True, strip_accents=None, ch
   Raises ValueError (one line) if the file is missing or lacks [PAD]/[UNK]/[CLS]/[SEP]/[MASK].
   """
   path = str(vocab_or_spm_path)
-  if not fileio.isfile(path):
-    raise VocabError(f"vocab file {path} not found; pass a WordPiece vocab.txt or a SentencePiece .model")
-  read_vocab(path, check_special)  # the one check of format and special tokens
+  read_vocab(path, check_special)  # the one check of existence, format and special tokens
   try:
     return _load_cached(path, bool(do_lower_case), strip_accents, fileio.getmtime(path))
   except (UnicodeDecodeError, RuntimeError, OSError) as e:

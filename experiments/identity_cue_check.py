@@ -21,6 +21,7 @@ script evaluates on held-out data:
 """
 
 import argparse
+import dataclasses
 import glob
 import json
 import os
@@ -65,14 +66,11 @@ def measure(cfg, prefix, batches, seed):
   special = masking.SpecialIds.from_vocab_file(cfg.vocab_file, cfg.vocab_size)
   tf.keras.utils.set_random_seed(cfg.seed)  # step 0 = the run's own initialisation
   model = objective.PretrainingModel(cfg, special)
-  uniform_cfg = ckpt.read_pretraining_config(cfg.model_dir)
-  uniform_cfg.uniform_generator = True
-  uniform = objective.PretrainingModel(uniform_cfg, special)
+  uniform = objective.PretrainingModel(dataclasses.replace(cfg, uniform_generator=True), special)
   uniform.networks.discriminator = model.networks.discriminator  # the same discriminator, other samples
   nets = model.networks
   if prefix is not None:
-    parts = {k: v for k, v in (("discriminator", nets.discriminator), ("generator", nets.generator)) if v}
-    tf.train.Checkpoint(**parts).read(prefix).expect_partial()
+    tf.train.Checkpoint(**nets.checkpoint_objects()).read(prefix).expect_partial()
   data = dataset.pretraining_dataset(inputs.heldout_patterns(cfg), cfg.max_seq_length, cfg.eval_batch_size,
                                      is_training=False, repeat=False)
   rows = {"generator": [], "uniform": []}

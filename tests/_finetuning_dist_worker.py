@@ -14,16 +14,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(mode, root, vocab):
-  import tensorflow as tf
+  from conftest import DROPOUT_FREE_TINY_MODEL, use_two_logical_cpus
   if mode == "mirrored":
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-  from conftest import TINY_MODEL
+    use_two_logical_cpus()
+  import tensorflow as tf
   from electra_tf.finetuning import model as model_lib
   from electra_tf.finetuning.run import FinetuningRun
   model_lib.HEAD_DROPOUT = 0.0  # the reference's fixed 0.1 on [CLS]: masks are drawn per replica
   from tests._finetuning_testlib import tiny_config
-  model = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  model = DROPOUT_FREE_TINY_MODEL
   cfg = tiny_config(root, ["sst"], vocab, model_hparam_overrides=model,
                     train_batch_size=4, eval_batch_size=4, num_train_epochs=2.0, learning_rate=1e-3,
                     strategy="one_device" if mode == "single" else "mirrored")

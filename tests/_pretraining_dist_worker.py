@@ -14,15 +14,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(mode, data_dir, model_name):
-  import tensorflow as tf
+  from conftest import DROPOUT_FREE_TINY_MODEL, use_two_logical_cpus
   if mode == "mirrored":
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    use_two_logical_cpus()
   import _pretraining_testlib as lib
-  from conftest import TINY_MODEL
   from electra_tf.configs import PretrainingConfig
   from electra_tf.pretraining import trainer
-  model = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  model = DROPOUT_FREE_TINY_MODEL
   hp = lib.tiny_hparams(model_hparam_overrides=model, num_train_steps=6, iterations_per_loop=1,
                         save_checkpoints_steps=100, strategy={"single": "one_device", "mirrored": "mirrored",
                                                               "worker": "multi_worker"}[mode])

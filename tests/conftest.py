@@ -11,6 +11,16 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The one tiny transformer the tests train (pre-training and fine-tuning): a step traces in seconds.
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+# The same without dropout, for tests comparing topologies (dropout masks are drawn per replica).
+DROPOUT_FREE_TINY_MODEL = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def use_two_logical_cpus():
+  """Splits the CPU into two logical devices for MirroredStrategy; call it in a fresh process, before
+  TensorFlow initialises its devices (the distribution tests' subprocess workers)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 
 def real_data_dir() -> pathlib.Path:

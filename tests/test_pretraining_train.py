@@ -273,8 +273,7 @@ def test_xla_matches_the_uncompiled_run(wiki_dir):
   stateless Philox draws other numbers under XLA than without it, so the masks would differ.) After that,
   Adam's first update (about lr * sign(g)) turns XLA's last-bit differences in near-zero gradients into
   lr-sized ones, so the weights are compared element by element."""
-  from conftest import TINY_MODEL
-  no_dropout = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  from conftest import DROPOUT_FREE_TINY_MODEL as no_dropout
   runs = {}
   for xla in (False, True):
     t = _trainer(_config(wiki_dir, f"xla_{xla}", num_train_steps=2, iterations_per_loop=1, use_xla=xla,

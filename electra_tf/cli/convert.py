@@ -23,7 +23,7 @@ from electra_tf.serving import savedmodel
 
 
 def _continue_hint(out: str, arch) -> str:
-  hparams = dict(init_checkpoint=out if "://" in out else os.path.abspath(out), num_train_steps=10000,
+  hparams = dict(init_checkpoint=fileio.abspath(out), num_train_steps=10000,
                  learning_rate=2e-4, num_warmup_steps=0)
   if arch.size_name == "small++":
     hparams["generator_hidden_size"] = 1.0

@@ -118,21 +118,23 @@ def _run_config_path(path: str) -> str:
   return os.path.join(path if fileio.isdir(path) else os.path.dirname(path), RUN_CONFIG_FILE)
 
 
+def _vocab(vocab_file: str, check_special: bool = False):
+  """``tokenization.read_vocab`` with its error as a ConversionError."""
+  try:
+    return read_vocab(vocab_file, check_special=check_special)
+  except VocabError as e:
+    raise ConversionError(str(e)) from None
+
+
 def count_vocab(vocab_file: str) -> int:
   """Tokens in a WordPiece vocab (counted as the reference reads it: up to the first empty line) or pieces
   in a SentencePiece model."""
-  try:
-    return read_vocab(vocab_file, check_special=False).size
-  except VocabError as e:
-    raise ConversionError(str(e)) from None
+  return _vocab(vocab_file).size
 
 
 def vocab_kind(vocab_file: str) -> str:
   """"wordpiece" or "sentencepiece"."""
-  try:
-    return read_vocab(vocab_file, check_special=False).kind
-  except VocabError as e:
-    raise ConversionError(str(e)) from None
+  return _vocab(vocab_file).kind
 
 
 def vocab_file_name(vocab_file: str) -> str:
@@ -311,9 +313,7 @@ def read_pretraining_run(prefix: str) -> Source:
   structure (as the trainer saved them, optimizer slots left unread) and read back by reference name."""
   cfg = read_pretraining_config(prefix)
   nets = build_pretraining_networks(cfg)
-  parts = {k: v for k, v in (("discriminator", nets.discriminator), ("generator", nets.generator))
-           if v is not None}
-  reason = runtime.restore_checkpoint(prefix, parts)
+  reason = runtime.restore_checkpoint(prefix, nets.checkpoint_objects())
   if reason is not None:
     raise ConversionError(f"{prefix} does not match the networks of {_run_config_path(prefix)} ({reason})")
   numbered = re.search(r"-(\d+)$", prefix)  # the trainer numbers its checkpoints by step
@@ -487,12 +487,12 @@ def hf_tokenizer_config(vocab_file: str, do_lower_case: bool, max_length: int) -
   accent stripping of its own; remove_space only collapses spaces, as the model's normaliser does), its
   special tokens named after the model's pieces. It also turns `` and '' into a double quote, which
   electra-tf does not: text with those differs (docs/interop.md)."""
-  if vocab_kind(vocab_file) != "sentencepiece":
+  vocab = read_vocab(vocab_file)
+  if vocab.kind != "sentencepiece":
     return {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
             "model_max_length": max_length}
-  special = read_vocab(vocab_file).special
-  names = {i: t for t, i in read_vocab(vocab_file).tokens.items()}
-  token = {name: names[special[name]] for name in special}
+  pieces = vocab.id_to_token()
+  token = {name: pieces[i] for name, i in vocab.special.items()}
   return {"tokenizer_class": "AlbertTokenizer", "do_lower_case": do_lower_case, "keep_accents": True,
           "remove_space": True, "model_max_length": max_length,
           "unk_token": token["[UNK]"], "pad_token": token["[PAD]"], "cls_token": token["[CLS]"],

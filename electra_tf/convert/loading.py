@@ -96,8 +96,7 @@ def load_pretrained_weights(path: str, target, require_all: bool = False,
 def _load_object_checkpoint(prefix: str, target) -> LoadReport:
   """Pre-training's own TF2 checkpoints restore by object structure, not by name."""
   if isinstance(target, PretrainingNetworks):
-    parts = {k: v for k, v in (("discriminator", target.discriminator), ("generator", target.generator))
-             if v is not None}
+    parts = target.checkpoint_objects()
   elif isinstance(target, ElectraDiscriminator):
     parts = {"discriminator": target}
   else:

@@ -106,6 +106,11 @@ class PretrainingNetworks:
   generator_scope: str = "generator"
   generator_embeddings_scope: str = "electra"
 
+  def checkpoint_objects(self) -> dict:
+    """The ``tf.train.Checkpoint`` children pre-training saves them under (absent networks left out)."""
+    return {k: v for k, v in (("discriminator", self.discriminator), ("generator", self.generator))
+            if v is not None}
+
   def build(self):
     for net in (self.discriminator, self.generator):
       if net is not None:

@@ -107,15 +107,13 @@ def pretraining_dataset(file_patterns, max_seq_length, batch_size, is_training=T
   if repeat:
     d = d.repeat()
   d = d.shuffle(buffer_size=len(files), seed=seed)
-  if skip_bad_records:  # decoded inside, so that a record that fails to parse is dropped too
-    d = d.interleave(lambda f, n: _shard_skipping_bad_records(f, n, spec, max_seq_length),
-                     cycle_length=min(num_cpu_threads, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
-                     deterministic=not is_training)
-    d = d.shuffle(buffer_size=100, seed=seed)
-  else:
-    d = d.interleave(tf.data.TFRecordDataset, cycle_length=min(num_cpu_threads, len(files)),
-                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=not is_training)
-    d = d.shuffle(buffer_size=100, seed=seed)
+  # With skip_bad_records each shard is decoded inside, so that a record that fails to parse is dropped too.
+  read_shard = ((lambda f, n: _shard_skipping_bad_records(f, n, spec, max_seq_length)) if skip_bad_records
+                else tf.data.TFRecordDataset)
+  d = d.interleave(read_shard, cycle_length=min(num_cpu_threads, len(files)),
+                   num_parallel_calls=tf.data.AUTOTUNE, deterministic=not is_training)
+  d = d.shuffle(buffer_size=100, seed=seed)
+  if not skip_bad_records:
     d = d.map(lambda r: _decode_record(r, spec), num_parallel_calls=num_cpu_threads)
   d = d.batch(batch_size, drop_remainder=True)
   return d.prefetch(tf.data.AUTOTUNE)

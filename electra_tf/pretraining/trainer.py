@@ -78,14 +78,14 @@ class Trainer:
     self.step_var = self.optimizer.iterations
     self.schedule = getattr(self.optimizer, "_learning_rate", None)
     self._train_loop_fn = self._eval_fn = None
+    self._config_saved = False
 
   # -- checkpoints ------------------------------------------------------------------------------------------
 
   def _checkpoint_objects(self) -> dict:
     nets = self.model.networks
     objs = {"optimizer": self.optimizer}
-    objs.update({k: v for k, v in (("discriminator", nets.discriminator), ("generator", nets.generator))
-                 if v is not None})
+    objs.update(nets.checkpoint_objects())
     if self.loss_scale is not None:
       objs.update(self.loss_scale.checkpoint_objects())
     return objs
@@ -257,8 +257,9 @@ class Trainer:
   def _save(self, manager, step: int):
     """A checkpoint, with the run's hparams beside it (convert, fine-tuning and init_checkpoint rebuild the
     networks from them); a run that fails before its first checkpoint leaves neither."""
-    if self.chief:
+    if self.chief and not self._config_saved:  # the hparams do not change within a run: once is enough
       runtime.atomic_write(os.path.join(self.cfg.model_dir, self.cfg.SAVED_CONFIG_FILE), self.cfg.to_json())
+      self._config_saved = True
     manager.save(checkpoint_number=step)
 
   def _loop_length(self, step: int, target: int) -> int:
