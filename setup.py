@@ -12,6 +12,9 @@ def _requirements(name):
   return [l.strip() for l in lines if l.strip() and not l.startswith(("#", "-r"))]
 
 
+# 2.77 resolves with tensorflow 2.21 / tensorflow-text 2.21 (it pins protobuf < 7; TF 2.21 takes 6.31+).
+BEAM_REQUIREMENT = "apache-beam==2.77.*"
+
 setuptools.setup(
     name="electra-tf",
     version="0.1.0",
@@ -22,7 +25,12 @@ setuptools.setup(
     python_requires=">=3.11",
     packages=setuptools.find_packages(include=["electra_tf", "electra_tf.*"]),
     install_requires=_requirements("requirements.txt"),
-    extras_require={"test": _requirements("requirements-test.txt")},
+    extras_require={
+        "test": _requirements("requirements-test.txt"),
+        # Building the pre-training data as an Apache Beam pipeline (build_pretraining_dataset.py --runner:
+        # Dataflow, Spark, Flink, DirectRunner); optional, imported only by pretrain_data/beam_pipeline.py.
+        "beam": [BEAM_REQUIREMENT],
+    },
     # The same commands as the reference-style scripts (pretrain/, finetune/, data_prep/, python -m
     # electra_tf.convert), which call these functions too.
     entry_points={"console_scripts": [

@@ -12,6 +12,16 @@ builder keeps to one process (a worker's start-up, a TensorFlow runtime, costs m
 
   python benchmarks/data_prep.py --wikipedia [--articles 105]
 
+  python benchmarks/data_prep.py --beam [--repeat-corpus 1]
+
+measures the Apache Beam pipeline (--runner DirectRunner) against the local builder on WikiText-2 train
+(N copies as N files): MB of text/s and examples/s of the local builder (1 process) and of the DirectRunner
+in-process (1 worker) and multi-process (2 workers), each timed from the library call to the finished
+output directory (Beam's worker processes start TensorFlow inside that time), and checks that each Beam
+output holds the local builder's multiset of examples.
+
+  python benchmarks/data_prep.py --wikipedia [--articles 105]
+
 measures the Wikipedia dump path instead: a dump excerpt of N distinct articles (the 5 pages of
 $ELECTRA_TEST_DATA/wikipedia/enwiki-table-markup.xml.bz2 repeated under new titles and ids, bzip2 again)
 built as `build_data --wikipedia-dump` builds it, with 1 and 2 processes: wall time, CPU time of this
@@ -177,17 +187,65 @@ def wikipedia_main(data, vocab, num_articles, profile_lines):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _example_multiset(directory):
+  import collections  # pylint: disable=import-outside-toplevel
+  counts = collections.Counter()
+  for path in sorted(pathlib.Path(directory).glob("pretrain_*.tfrecord*")):
+    counts.update((path.name.split(".")[0], r.numpy()) for r in tf.data.TFRecordDataset(str(path)))
+  return counts
+
+
+def beam_main(data, vocab, repeat):
+  """DirectRunner vs the local builder: see the module docstring."""
+  from electra_tf.pretrain_data import beam_pipeline  # pylint: disable=import-outside-toplevel
+  tmp = pathlib.Path(tempfile.mkdtemp(prefix="electra_bench_beam_"))
+  try:
+    (tmp / "corpus").mkdir()
+    with gzip.open(data / "corpus" / "wikitext-2" / "train.raw.gz", "rb") as f:
+      text = f.read()
+    for i in range(repeat):
+      (tmp / "corpus" / f"train{i}.txt").write_bytes(text)
+    mb = repeat * len(text) / 1e6
+    kw = dict(corpus_dir=tmp / "corpus", num_shards=100, seed=0)
+    build.build_pretraining_dataset(tmp / "warm", vocab, progress=False, **kw)  # imports, graph: not timed
+    runs = [("local builder, 1 process", None, None),
+            ("DirectRunner, in-process (1 worker)", "in_memory", 1),
+            ("DirectRunner, multi-process (2 workers)", "multi_processing", 2)]
+    reference = None
+    print(f"WikiText-2 train x{repeat}: {mb:.1f} MB of text, {repeat} file(s), 1 MiB chunks")
+    for label, mode, workers in runs:
+      out = tmp / f"out_{mode}"
+      t = time.perf_counter()
+      if mode is None:
+        meta = build.build_pretraining_dataset(out, vocab, progress=False, **kw)
+      else:
+        meta = beam_pipeline.build_with_beam(out, vocab, "DirectRunner", [
+            f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"], **kw)
+      secs = time.perf_counter() - t
+      n = meta["splits"]["train"]["num_examples"]
+      examples = _example_multiset(out)
+      reference = examples if reference is None else reference
+      print(f"{label}: {meta['num_word_pieces']:,} wp, {n:,} examples in {secs:.2f} s = {mb / secs:.2f} MB/s, "
+            f"{n / secs:,.0f} examples/s, {meta['num_word_pieces'] / secs:,.0f} wp/s; "
+            f"same multiset of examples as the local builder: {examples == reference}")
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
   root = pathlib.Path(__file__).resolve().parent.parent
   p = argparse.ArgumentParser()
   p.add_argument("--data-dir", default=os.environ.get("ELECTRA_TEST_DATA", root.parent / "shared" / "data"))
   p.add_argument("--repeat-corpus", type=int, default=4)
   p.add_argument("--wikipedia", action="store_true", help="measure the Wikipedia dump path instead")
+  p.add_argument("--beam", action="store_true", help="the Beam DirectRunner vs the local builder instead")
   p.add_argument("--articles", type=int, default=105, help="articles in the --wikipedia dump excerpt")
   p.add_argument("--profile-lines", type=int, default=0,
                  help="with --wikipedia: also print this many top cumulative cProfile lines")
   args = p.parse_args()
   data = pathlib.Path(args.data_dir)
+  if args.beam:
+    return beam_main(data, data / "vocab" / "bert-base-uncased-vocab.txt", args.repeat_corpus)
   if args.wikipedia:
     return wikipedia_main(data, data / "vocab" / "bert-base-uncased-vocab.txt", args.articles,
                           args.profile_lines)

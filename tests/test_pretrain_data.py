@@ -81,8 +81,9 @@ def test_packing_equals_spec_reimplementation(tmp_path, data_dir, bert_vocab, ma
   meta = build.build_pretraining_dataset(tmp_path / "out", bert_vocab, corpus_dir=tmp_path / "corpus",
                                          max_seq_length=max_len, num_shards=1, seed=7, progress=False)
   got = _read_records(str(tmp_path / "out" / "pretrain_data.tfrecord-*"), max_len)
-  # One chunk (the corpus is < 1 MB), so one rng seeded "7:0" drives the whole file.
-  spec = SpecExampleBuilder(tokenization.FullTokenizer(bert_vocab, True), max_len, random.Random("7:0"))
+  # One chunk (the corpus is < 1 MB), so one rng seeded "7:<unit key>:<chunk>" drives the whole file.
+  spec = SpecExampleBuilder(tokenization.FullTokenizer(bert_vocab, True), max_len,
+                            random.Random("7:text/a.txt:0"))
   expected = [ex for ex in (spec.add_line(l) for l in lines + [""]) if ex]
   assert got == expected
   assert meta["splits"]["train"]["num_examples"] == len(expected)

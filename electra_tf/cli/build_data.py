@@ -9,17 +9,35 @@ reviews, a learned 8k vocab) so the command can be tried alone.
   python data_prep/build_pretraining_dataset.py --verify --output-dir pretrain_tfrecords
 
 reads every record of every shard of a built directory and checks it against its metadata.json.
+
+  python data_prep/build_pretraining_dataset.py --runner DataflowRunner --corpus-dir gs://b/corpus ... \
+      -- --project P --region R --temp_location gs://b/tmp --setup_file ./setup.py
+
+runs the same job as an Apache Beam pipeline (DirectRunner, DataflowRunner, SparkRunner, FlinkRunner);
+arguments after ``--`` are Beam's pipeline options (docs/data.md).
 """
 
 import argparse
+import sys
 
 from electra_tf.cli import common
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build, verify
 
 
+def split_pipeline_args(argv):
+  """argv -> (this command's arguments, the Beam pipeline options after the first ``--``)."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  if "--" in argv:
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+  return argv, []
+
+
 def parse_args(argv=None):
-  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  argv, pipeline_args = split_pipeline_args(argv)
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                              usage="%(prog)s [options] [-- BEAM_PIPELINE_OPTIONS]")
   src = p.add_argument_group("corpus sources (any combination)")
   src.add_argument("--corpus-dir", help="directory of text files: one sentence per line, blank line "
                    "between documents (.gz/.bz2 allowed)")
@@ -50,10 +68,16 @@ def parse_args(argv=None):
                  help="fraction of documents held out as pretrain_eval.tfrecord-*")
   p.add_argument("--num-eval-shards", type=int, default=None)
   p.add_argument("--no-progress", dest="progress", action="store_false")
+  p.add_argument("--runner", default=None,
+                 help="run as an Apache Beam pipeline on this runner: DirectRunner, DataflowRunner, "
+                 "SparkRunner, FlinkRunner (pip install .[beam]); Beam's own options go after `--`. "
+                 "Default: this machine's process pool. Same examples for a seed either way")
   p.add_argument("--verify", action="store_true",
                  help="build nothing: read every record of every shard in --output-dir and check CRCs, "
                  "feature shapes, record counts and checksums against its metadata.json")
-  return p.parse_args(argv)
+  args = p.parse_args(argv)
+  args.pipeline_args = pipeline_args
+  return args
 
 
 def _use_sample_setup_if_no_data(args):
@@ -89,14 +113,22 @@ def _run(args):
   if args.tfds_name:
     tfds = dict(name=args.tfds_name, split=args.tfds_split, text_key=args.tfds_text_key,
                 data_dir=args.tfds_data_dir, download=args.tfds_download)
-  meta = build.build_pretraining_dataset(
-      args.output_dir, args.vocab_file, corpus_dir=args.corpus_dir,
-      wikipedia_dumps=args.wikipedia_dump, books_dir=args.books_dir, tfds=tfds,
+  if args.pipeline_args and not args.runner:
+    raise DataPrepError(f"Beam pipeline options after `--` ({' '.join(args.pipeline_args)}) need --runner; "
+                        "pass --runner DirectRunner|DataflowRunner|SparkRunner|FlinkRunner")
+  kwargs = dict(
+      corpus_dir=args.corpus_dir, wikipedia_dumps=args.wikipedia_dump, books_dir=args.books_dir, tfds=tfds,
       max_seq_length=args.max_seq_length, num_processes=args.num_processes,
       blanks_separate_docs=args.blanks_separate_docs, do_lower_case=args.do_lower_case,
       strip_accents=args.strip_accents, seed=args.seed, num_shards=args.num_shards,
-      eval_fraction=args.eval_fraction, num_eval_shards=args.num_eval_shards,
-      progress=args.progress)
+      eval_fraction=args.eval_fraction, num_eval_shards=args.num_eval_shards)
+  if args.runner:
+    from electra_tf.pretrain_data import beam_pipeline  # pylint: disable=import-outside-toplevel
+    beam_pipeline.note_runner(args.runner)
+    meta = beam_pipeline.build_with_beam(args.output_dir, args.vocab_file, args.runner, args.pipeline_args,
+                                         **kwargs)
+  else:
+    meta = build.build_pretraining_dataset(args.output_dir, args.vocab_file, progress=args.progress, **kwargs)
   splits = ", ".join(f"{s}: {v['num_examples']} examples" for s, v in meta["splits"].items())
   print(f"wrote {args.output_dir} ({splits}; {meta['num_word_pieces']} word pieces in "
         f"{meta['build_seconds']:.1f} s)")

@@ -1,10 +1,12 @@
 """Tokenize + pack + write: corpus sources -> sharded pre-training TFRecords + metadata.json.
 
-Work is cut into chunks of whole documents (about ``chunk_chars`` characters each) in corpus order. Each
-chunk gets its own ``random.Random`` seeded from (seed, chunk index) and a fresh ExampleBuilder, and the
-parent writes the chunks' examples in chunk order round-robin over the shards, so the output is the same
-for a seed whatever ``num_processes`` is. Output is written into a temporary sibling directory that is
-renamed to ``output_dir`` only when complete.
+The corpus is a list of units (corpus.list_units: a text file, a dump, a book, a tfds split), each cut into
+chunks of whole documents (about ``chunk_chars`` characters each). Each chunk gets its own
+``random.Random`` seeded from (seed, unit key, chunk index within the unit) and a fresh ExampleBuilder, so
+a chunk's examples depend on nothing outside its unit: the parent here writes them in corpus order
+round-robin over the shards, the same for a seed whatever ``num_processes`` is, and the Apache Beam
+pipeline (beam_pipeline.py) writes the same multiset of examples from any number of workers. Output is
+written into a temporary sibling directory that is renamed to ``output_dir`` only when complete.
 """
 
 import collections
@@ -58,8 +60,11 @@ def _process_chunk(args):
   return process_chunk(_WORKER["tokenizer"], *args)
 
 
-def process_chunk(tokenizer, index, docs, seed, max_seq_length, eval_fraction):
+def process_chunk(tokenizer, index, docs, seed, max_seq_length, eval_fraction, key=None):
   """Tokenizes a chunk of documents in one batch and packs them.
+
+  ``index`` orders the results (here only); ``key`` (``chunk_key``, default the index) seeds the chunk's
+  randomness, so a chunk's examples are a function of (seed, key, docs) alone.
 
   Returns:
     ChunkResult; ``splits`` maps "train"/"eval" to (input_ids [n, L] int32, segment_ids [n, L] int32,
@@ -70,12 +75,14 @@ def process_chunk(tokenizer, index, docs, seed, max_seq_length, eval_fraction):
   flat = flat.tolist()
   row_splits = row_splits.tolist()
   cls_id, sep_id = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
+  key = index if key is None else key
+  # random.Random(str) hashes the string with SHA-512: the same state in every process and machine.
   builders = {
-      "train": packing.ExampleBuilder(max_seq_length, cls_id, sep_id, random.Random(f"{seed}:{index}")),
+      "train": packing.ExampleBuilder(max_seq_length, cls_id, sep_id, random.Random(f"{seed}:{key}")),
       "eval": packing.ExampleBuilder(max_seq_length, cls_id, sep_id,
-                                     random.Random(f"{seed}:{index}:eval")),
+                                     random.Random(f"{seed}:{key}:eval")),
   }
-  split_rng = random.Random(f"{seed}:{index}:split")
+  split_rng = random.Random(f"{seed}:{key}:split")
   examples = {"train": [], "eval": []}
   k = 0
   for doc in docs:
@@ -107,11 +114,38 @@ def iter_chunks(documents, chunk_chars):
     yield chunk
 
 
+def chunk_key(unit_key, chunk_index):
+  return f"{unit_key}:{chunk_index}"
+
+
+def iter_unit_chunks(unit, stats, chunk_chars):
+  """(chunk index within ``unit``, documents) for each chunk of one corpus unit; counts the unit's
+  documents and sentences into ``stats``. The local builder and the Beam pipeline both cut units here."""
+  return enumerate(iter_chunks(_counted(corpus_lib.iter_unit_documents(unit, stats), stats), chunk_chars))
+
+
+def _counted(documents, stats):
+  for doc in documents:
+    stats.documents += 1
+    stats.sentences += len(doc)
+    yield doc
+
+
+def iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars):
+  """process_chunk's arguments for every chunk of every unit, in corpus order (index = that order)."""
+  index = 0
+  for unit in units:
+    for c, docs in iter_unit_chunks(unit, stats, chunk_chars):
+      yield index, docs, seed, max_seq_length, eval_fraction, chunk_key(unit.key, c)
+      index += 1
+
+
 # ---------------------------------------------------------------------------------------------------
 # Writing.
 
 
-def _serialize(tf, input_ids, segment_ids, length):
+def serialize_example(input_ids, segment_ids, length):
+  """One padded example (two [max_len] int arrays and its unpadded length) -> tf.train.Example bytes."""
   max_len = len(input_ids)
   mask = [1] * int(length) + [0] * (max_len - int(length))
   feature = lambda values: tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -137,7 +171,7 @@ class _ShardWriter:
   def write(self, ids, seg, lengths):
     for row in range(ids.shape[0]):
       shard = self.num_examples % len(self._writers)
-      self._writers[shard].write(_serialize(self._tf, ids[row], seg[row], lengths[row]))
+      self._writers[shard].write(serialize_example(ids[row], seg[row], lengths[row]))
       self.num_records[shard] += 1
       self.num_examples += 1
     self.num_tokens += int(lengths.sum())
@@ -172,19 +206,75 @@ def _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
 
 
 def iter_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds):
-  iters = []
-  if corpus_dir:
-    iters.append(corpus_lib.iter_text_dir(corpus_dir, blanks_separate_docs, stats))
-  for dump in wikipedia_dumps or ():
-    iters.append(corpus_lib.iter_wikipedia_dump(dump, stats))
-  if books_dir:
-    iters.append(corpus_lib.iter_books(books_dir, stats))
-  if tfds:
-    iters.append(corpus_lib.iter_tfds(stats=stats, **tfds))
-  for doc in itertools.chain.from_iterable(iters):
-    stats.documents += 1
-    stats.sentences += len(doc)
-    yield doc
+  """Every document of the sources in corpus order (counted into ``stats``)."""
+  units = corpus_lib.list_units(corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds)
+  return _counted(itertools.chain.from_iterable(corpus_lib.iter_unit_documents(u, stats) for u in units),
+                  stats)
+
+
+def tokenizer_metadata(tokenizer, vocab_file) -> dict:
+  """The metadata fields that say which vocab and casing the data was tokenized with."""
+  return {
+      "vocab_file": str(vocab_file) if fileio.is_remote(vocab_file) else os.path.abspath(str(vocab_file)),
+      "vocab_sha256": tokenization.file_checksum(vocab_file),
+      "vocab_size": getattr(tokenizer, "vocab_size", len(tokenizer.vocab)),
+      "tokenizer": tokenizer.kind,
+      "do_lower_case": tokenizer.do_lower_case,
+      "strip_accents": tokenizer.strip_accents,
+  }
+
+
+def split_metadata(prefix, shards, num_examples, num_tokens) -> dict:
+  """One split's entry; ``shards``: {file name: {"num_records", "sha256"}} over all its shard files."""
+  return {"file_pattern": f"{prefix}-*-of-{len(shards)}", "num_shards": len(shards),
+          "num_examples": num_examples, "num_tokens": num_tokens, "shards": shards}
+
+
+def build_metadata(tokenizer_fields, max_seq_length, blanks_separate_docs, seed, num_word_pieces, stats,
+                   splits, elapsed, **how) -> dict:
+  """metadata.json's content (the local builder and the Beam pipeline write the same fields);
+  ``how``: how it was built (num_processes, runner)."""
+  return dict(
+      tokenizer_fields, max_seq_length=max_seq_length, blanks_separate_docs=blanks_separate_docs, seed=seed,
+      num_word_pieces=num_word_pieces, num_documents=stats.documents, num_sentences=stats.sentences,
+      num_files_read=stats.files_read, skipped_files=stats.files_skipped, splits=splits,
+      build_seconds=round(elapsed, 3), **how)
+
+
+def no_examples_error(sources, stats):
+  where = ", ".join(str(s) if not isinstance(s, dict) else f"tfds {s.get('name')}" for s in sources)
+  return DataPrepError(f"the corpus ({where}) gave no examples ({stats.files_read} file(s) read, "
+                       f"{len(stats.files_skipped)} skipped); pass UTF-8 text, one sentence per line")
+
+
+def warn_skipped(stats):
+  if stats.files_skipped:
+    print(f"warning: skipped {len(stats.files_skipped)} file(s) that are binary or not UTF-8: "
+          + "; ".join(stats.files_skipped[:5]) + (" ..." if len(stats.files_skipped) > 5 else ""),
+          file=sys.stderr)
+
+
+def eval_shard_count(num_shards, eval_fraction, num_eval_shards=None):
+  return num_eval_shards or max(1, round(num_shards * eval_fraction))
+
+
+def prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir, tfds, max_seq_length,
+            num_processes, blanks_separate_docs, do_lower_case, strip_accents, num_shards, eval_fraction):
+  """The checks made before any text is read, for the local builder and the Beam pipeline alike.
+
+  Returns:
+    (sources, tokenizer, units): the sources given, the loaded tokenizer and corpus.list_units.
+  """
+  sources = [s for s in (corpus_dir, *(wikipedia_dumps or ()), books_dir, tfds) if s]
+  _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
+  runtime.check_writable(output_dir, "output directory", directory=True)
+  try:
+    tokenizer = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
+  except ValueError as e:
+    raise DataPrepError(str(e)) from None
+  # Fails early on a missing directory or dump.
+  units = corpus_lib.list_units(corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds)
+  return sources, tokenizer, units
 
 
 def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia_dumps=(),
@@ -221,24 +311,19 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
   Raises:
     DataPrepError (a ValueError): bad input, one line naming the problem and the fix.
   """
-  sources = [s for s in (corpus_dir, *(wikipedia_dumps or ()), books_dir, tfds) if s]
-  _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
-  runtime.check_writable(output_dir, "output directory", directory=True)
-  try:
-    tokenizer = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
-  except ValueError as e:
-    raise DataPrepError(str(e)) from None
+  sources, tokenizer, units = prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir, tfds,
+                                     max_seq_length, num_processes, blanks_separate_docs, do_lower_case,
+                                     strip_accents, num_shards, eval_fraction)
   if corpus_dir:
-    files = corpus_lib.list_corpus_files(corpus_dir)  # fails early on a missing directory
     if num_processes > 1 and min_bytes_per_worker and not (wikipedia_dumps or books_dir or tfds):
-      corpus_bytes = sum(fileio.getsize(f) for f in files)
+      corpus_bytes = sum(fileio.getsize(u.path) for u in units)
       useful = 1 + corpus_bytes // min_bytes_per_worker
       if useful < num_processes:
         print(f"note: {corpus_bytes / 2**20:.1f} MiB of text: using {useful} process(es), not {num_processes} "
               f"(an extra process pays for its start-up from {min_bytes_per_worker / 2**20:.0f} MiB each)",
               file=sys.stderr)
         num_processes = useful
-  num_eval_shards = num_eval_shards or max(1, round(num_shards * eval_fraction))
+  num_eval_shards = eval_shard_count(num_shards, eval_fraction, num_eval_shards)
   output_dir = output_dir if fileio.is_remote(output_dir) else os.path.abspath(output_dir)
   stats = corpus_lib.CorpusStats()
   start = time.time()
@@ -249,9 +334,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
       writers = {"train": _ShardWriter(tf, tmp_dir, TRAIN_PREFIX, num_shards)}
       if eval_fraction > 0:
         writers["eval"] = _ShardWriter(tf, tmp_dir, EVAL_PREFIX, num_eval_shards)
-      chunks = iter_chunks(iter_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps,
-                                      books_dir, tfds), chunk_chars)
-      tasks = ((i, docs, seed, max_seq_length, eval_fraction) for i, docs in enumerate(chunks))
+      tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
       if num_processes == 1:
         results = (process_chunk(tokenizer, *t) for t in tasks)
       else:
@@ -275,37 +358,14 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
         pool.close()
         pool = None
       if writers["train"].num_examples == 0:
-        where = ", ".join(str(s) if not isinstance(s, dict) else f"tfds {s.get('name')}" for s in sources)
-        raise DataPrepError(f"the corpus ({where}) gave no examples ({stats.files_read} file(s) read, "
-                            f"{len(stats.files_skipped)} skipped); pass UTF-8 text, one sentence per line")
-      if stats.files_skipped:
-        print(f"warning: skipped {len(stats.files_skipped)} file(s) that are binary or not UTF-8: "
-              + "; ".join(stats.files_skipped[:5]) + (" ..." if len(stats.files_skipped) > 5 else ""),
-              file=sys.stderr)
-      elapsed = time.time() - start
-      meta = {
-          "vocab_file": str(vocab_file) if fileio.is_remote(vocab_file) else os.path.abspath(str(vocab_file)),
-          "vocab_sha256": tokenization.file_checksum(vocab_file),
-          "vocab_size": getattr(tokenizer, "vocab_size", len(tokenizer.vocab)),
-          "tokenizer": tokenizer.kind,
-          "do_lower_case": tokenizer.do_lower_case,
-          "strip_accents": tokenizer.strip_accents,
-          "max_seq_length": max_seq_length,
-          "blanks_separate_docs": blanks_separate_docs,
-          "seed": seed,
-          "num_word_pieces": totals["pieces"],
-          "num_documents": stats.documents,
-          "num_sentences": stats.sentences,
-          "num_files_read": stats.files_read,
-          "skipped_files": stats.files_skipped,
-          "splits": {
-              split: {"file_pattern": f"{prefix}-*-of-{len(w.names)}", "num_shards": len(w.names),
-                      "num_examples": w.num_examples, "num_tokens": w.num_tokens, "shards": w.shards()}
-              for split, w, prefix in [(s, w, TRAIN_PREFIX if s == "train" else EVAL_PREFIX)
-                                       for s, w in writers.items()]},
-          "build_seconds": round(elapsed, 3),
-          "num_processes": num_processes,
-      }
+        raise no_examples_error(sources, stats)
+      warn_skipped(stats)
+      splits = {split: split_metadata(TRAIN_PREFIX if split == "train" else EVAL_PREFIX, w.shards(),
+                                      w.num_examples, w.num_tokens)
+                for split, w in writers.items()}
+      meta = build_metadata(tokenizer_metadata(tokenizer, vocab_file), max_seq_length, blanks_separate_docs,
+                            seed, totals["pieces"], stats, splits, time.time() - start,
+                            num_processes=num_processes, runner="local")
       metadata_lib.write_metadata(tmp_dir, meta)
     return meta
   except BaseException:

@@ -98,23 +98,36 @@ def iter_text_file_documents(path, blanks_separate_docs=True):
     yield doc
 
 
-def iter_text_dir(corpus_dir, blanks_separate_docs=True, stats=None):
-  """Documents of every readable UTF-8 file in ``corpus_dir``; binary/non-UTF-8 files are skipped.
+def iter_text_file(path, blanks_separate_docs=True, stats=None):
+  """Documents of one file of a text directory: a MediaWiki dump (recognised by content, whatever its
+  name) is read as ``--wikipedia-dump`` reads it (as text its XML and wikitext markup would fill most
+  examples); a binary or non-UTF-8 file is skipped and recorded in ``stats``."""
+  stats = stats if stats is not None else CorpusStats()
+  kind = _file_kind(path, stats)
+  if kind == "dump":
+    yield from _iter_found_dump(path, stats)
+  elif kind == "text":
+    yield from iter_text_file_documents(path, blanks_separate_docs)
 
-  A MediaWiki dump among them (recognised by content, whatever its name) is read as ``--wikipedia-dump``
-  reads it: as text its XML and wikitext markup would fill most examples.
-  """
+
+def _file_kind(path, stats):
+  """"dump" (a MediaWiki dump: read it as one), "text" (counted as read) or None (binary or not UTF-8:
+  recorded in ``stats``, to skip)."""
+  if is_wikipedia_dump(path):
+    return "dump"
+  reason = _check_text_file(path)
+  if reason:
+    stats.files_skipped.append(f"{path} ({reason})")
+    return None
+  stats.files_read += 1
+  return "text"
+
+
+def iter_text_dir(corpus_dir, blanks_separate_docs=True, stats=None):
+  """Documents of every readable UTF-8 file in ``corpus_dir`` (``iter_text_file`` on each, sorted)."""
   stats = stats if stats is not None else CorpusStats()
   for path in list_corpus_files(corpus_dir):
-    if is_wikipedia_dump(path):
-      yield from _iter_found_dump(path, stats)
-      continue
-    reason = _check_text_file(path)
-    if reason:
-      stats.files_skipped.append(f"{path} ({reason})")
-      continue
-    stats.files_read += 1
-    yield from iter_text_file_documents(path, blanks_separate_docs)
+    yield from iter_text_file(path, blanks_separate_docs, stats)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -262,10 +275,8 @@ def _local(tag):
 # Books and tensorflow-datasets.
 
 
-def iter_books(books_dir, stats=None):
-  """BooksCorpus style: every UTF-8 text file under ``books_dir`` (recursive, sorted) is one book = one
-  document; its lines/paragraphs are split into sentences. A MediaWiki dump there is read as a dump."""
-  stats = stats if stats is not None else CorpusStats()
+def list_books(books_dir):
+  """Every file under ``books_dir`` (recursive, sorted, hidden files left out)."""
   if not fileio.isdir(books_dir):
     raise DataPrepError(f"books directory {books_dir} does not exist; pass --books-dir with one text "
                         "file per book")
@@ -273,20 +284,32 @@ def iter_books(books_dir, stats=None):
   for root, dirs, files in fileio.walk(books_dir):
     dirs.sort()
     paths.extend(os.path.join(root, n) for n in sorted(files) if not n.startswith("."))
-  for path in paths:
-    if is_wikipedia_dump(path):
-      yield from _iter_found_dump(path, stats)
-      continue
-    reason = _check_text_file(path)
-    if reason:
-      stats.files_skipped.append(f"{path} ({reason})")
-      continue
-    stats.files_read += 1
-    doc = []
-    for line in _iter_lines(path):
-      doc.extend(split_sentences(line))
-    if doc:
-      yield doc
+  return paths
+
+
+def iter_book(path, stats=None):
+  """One book file -> one document (its lines/paragraphs split into sentences); a MediaWiki dump is read
+  as a dump, a binary or non-UTF-8 file is skipped and recorded in ``stats``."""
+  stats = stats if stats is not None else CorpusStats()
+  kind = _file_kind(path, stats)
+  if kind == "dump":
+    yield from _iter_found_dump(path, stats)
+    return
+  if kind is None:
+    return
+  doc = []
+  for line in _iter_lines(path):
+    doc.extend(split_sentences(line))
+  if doc:
+    yield doc
+
+
+def iter_books(books_dir, stats=None):
+  """BooksCorpus style: every UTF-8 text file under ``books_dir`` (recursive, sorted) is one book = one
+  document; its lines/paragraphs are split into sentences. A MediaWiki dump there is read as a dump."""
+  stats = stats if stats is not None else CorpusStats()
+  for path in list_books(books_dir):
+    yield from iter_book(path, stats)
 
 
 def iter_tfds(name, split="train", text_key="text", data_dir=None, download=False, stats=None):
@@ -309,3 +332,58 @@ def iter_tfds(name, split="train", text_key="text", data_dir=None, download=Fals
     doc = text_to_document(text)
     if doc:
       yield doc
+
+
+# ---------------------------------------------------------------------------------------------------
+# The corpus as independently readable units.
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusUnit:
+  """One piece of the corpus read start to end by one reader: a file of a text directory, a Wikipedia
+  dump, a book, a tensorflow-datasets split.
+
+  ``key`` names it the same on every machine (relative to its source, never an absolute path): the
+  builder seeds a chunk's randomness from (seed, key, chunk index within the unit), which a distributed
+  reader can compute alone, so the same examples come out whichever worker or process reads it.
+  """
+  key: str
+  kind: str  # "text", "wikipedia", "book" or "tfds"
+  path: str = ""
+  blanks_separate_docs: bool = True
+  tfds: tuple = ()  # iter_tfds keyword arguments as sorted (name, value) pairs
+
+
+def list_units(corpus_dir=None, blanks_separate_docs=True, wikipedia_dumps=(), books_dir=None, tfds=None):
+  """The units of the sources in corpus order: text files (sorted), dumps (as given), books (sorted),
+  then the tfds split. Listing reads no text; a missing directory or dump is an error here."""
+  units = []
+  if corpus_dir:
+    units += [CorpusUnit(f"text/{os.path.basename(p)}", "text", p, blanks_separate_docs)
+              for p in list_corpus_files(corpus_dir)]
+  for i, dump in enumerate(wikipedia_dumps or ()):
+    if not fileio.isfile(dump):
+      raise DataPrepError(f"Wikipedia dump {dump} not found; pass a pages-articles .xml or .xml.bz2 file")
+    units.append(CorpusUnit(f"wikipedia/{i}/{os.path.basename(str(dump))}", "wikipedia", str(dump)))
+  if books_dir:
+    root = str(books_dir)
+    units += [CorpusUnit("books/" + os.path.relpath(p, root).replace(os.sep, "/"), "book", p)
+              for p in list_books(root)]
+  if tfds:
+    units.append(CorpusUnit(f"tfds/{tfds['name']}/{tfds.get('split', 'train')}", "tfds",
+                            tfds=tuple(sorted(tfds.items()))))
+  return units
+
+
+def iter_unit_documents(unit, stats=None):
+  """The documents of one unit, as the source's own reader yields them."""
+  stats = stats if stats is not None else CorpusStats()
+  if unit.kind == "text":
+    return iter_text_file(unit.path, unit.blanks_separate_docs, stats)
+  if unit.kind == "wikipedia":
+    return iter_wikipedia_dump(unit.path, stats)
+  if unit.kind == "book":
+    return iter_book(unit.path, stats)
+  if unit.kind == "tfds":
+    return iter_tfds(stats=stats, **dict(unit.tfds))
+  raise ValueError(f"unknown corpus unit kind {unit.kind!r}")
