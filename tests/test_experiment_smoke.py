@@ -1,55 +1,119 @@
-"""Smoke test of experiments/electra_vs_mlm.py --quick: every stage through the real CLIs, tiny sizes."""
+"""Smoke test of experiments/paper_claim.py --quick (every stage in-process, tiny sizes), its FLOP count against
+the reference's published totals, and the planning of experiments/short_run_sweep.py."""
 
+import importlib.util
+import itertools
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
+import types
 
 import pytest
 
 from conftest import REPO_ROOT
+from electra_tf import presets
 
-pytest.importorskip("matplotlib")
+METHODS = ("electra", "mlm", "none")
+
+
+def _paper_claim():
+  spec = importlib.util.spec_from_file_location("paper_claim", REPO_ROOT / "experiments" / "paper_claim.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_flop_count_matches_the_reference_scripts_totals():
+  """flops_computation.py's MODEL_FLOPS (reference_spec.md): bert_small 1.42e18, electra_small 1.29e18,
+  bert_base 6.43e19, electra_base 6.42e19 (train FLOPs, 3 significant figures)."""
+  pc = _paper_claim()
+
+  def model(h, layers, e, v=30522):
+    return types.SimpleNamespace(hidden_size=h, num_hidden_layers=layers, embedding_size=e, vocab_size=v,
+                                 intermediate_size=4 * h, num_attention_heads=max(1, h // 64))
+
+  seq = pc.train_flops_per_sequence
+  assert 128 * 1.45e6 * seq(model(256, 12, 128), 128, False) == pytest.approx(1.42e18, rel=5e-3)
+  assert 128 * 1e6 * (seq(model(256, 12, 128), 128, True) + seq(model(64, 12, 128), 128, False)) == \
+      pytest.approx(1.29e18, rel=5e-3)
+  assert 256 * 1e6 * seq(model(768, 12, 768), 512, False) == pytest.approx(6.43e19, rel=5e-3)
+  assert 256 * 766000 * (seq(model(768, 12, 768), 512, True) + seq(model(256, 12, 768), 512, False)) == \
+      pytest.approx(6.42e19, rel=5e-3)
+
+
+def _u_statistic(x, y):
+  """Mann-Whitney U of x: pairs where x wins, ties counted half."""
+  return sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in itertools.product(x, y))
 
 
 @pytest.mark.slow
-def test_electra_vs_mlm_quick(tmp_path):
-  work = tmp_path / "evm"
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  cmd = [sys.executable, str(REPO_ROOT / "experiments" / "electra_vs_mlm.py"), "--work-dir", str(work), "--quick",
-         "--seeds", "1"]
-  proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+def test_paper_claim_quick(tmp_path, data_dir):
+  pytest.importorskip("matplotlib")
+  work = tmp_path / "pc"
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
+  cmd = [sys.executable, str(REPO_ROOT / "experiments" / "paper_claim.py"), "--work-dir", str(work), "--quick"]
+  proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   summary = json.loads((work / "summary.json").read_text())
-  dev = (work / "data" / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
-  for method in ("electra", "mlm", "no_pretrain"):
-    acc = summary["finetuning"][method]["accuracy"]
-    (value,) = acc["values"]  # one seed: every statistic is that trial's accuracy
-    assert acc["n"] == 1 and summary["finetuning"][method]["seeds"] == [1]
-    assert (acc["median"], acc["mean"], acc["min"], acc["max"], acc["std"]) == (value, value, value, value, 0.0)
-    correct = value * len(dev) / 100  # a share of the dev rows it was evaluated on
-    assert math.isfinite(value) and correct == pytest.approx(round(correct), abs=1e-6), (method, value, len(dev))
-    printed = (f"sst dev accuracy median {value:.2f}  mean {value:.2f}  std 0.00  min {value:.2f}  max {value:.2f}"
-               "  (n=1)")
-    assert sum(printed in line for line in proc.stdout.splitlines()) >= 1, (method, printed)
+
+  # POS through the chunk reader: the documented cut of oanc_pos, counted independently in the written files
+  pos_dir = work / "data" / "finetuning_data" / "chunk"
+  for split, n in (("train", 120), ("dev", 60)):
+    blocks = [b for b in (pos_dir / f"{split}.txt").read_text(encoding="utf-8").split("\n\n") if b.strip()]
+    assert summary["data"]["pos"][split]["sentences"] == len(blocks) == n
+  sst_dev = (work / "data" / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
+
+  # every method has every seed on both tasks; the statistics are those of the per-seed values
+  for task in ("sst", "pos"):
+    f = summary["finetuning"][task]
+    assert set(f) == set(METHODS)
+    for method in METHODS:
+      s = f[method]
+      assert s["seeds"] == [1, 2] and s["n"] == 2 and all(math.isfinite(v) for v in s["values"])
+      assert (s["median"], s["min"], s["max"]) == (statistics.median(s["values"]), min(s["values"]),
+                                                    max(s["values"]))
+      if task == "sst":  # accuracies are shares of the dev rows
+        for v in s["values"]:
+          assert v * len(sst_dev) / 100 == pytest.approx(round(v * len(sst_dev) / 100), abs=1e-6)
+      else:
+        assert all(0.0 <= v <= 100.0 for v in s["values"])
+    tests = summary["mann_whitney"][task]
+    assert set(tests) == {"electra_vs_mlm", "electra_vs_none", "mlm_vs_none"}
+    for pair, t in tests.items():
+      a, b = pair.split("_vs_")
+      assert 0.0 <= t["p"] <= 1.0
+      assert t["U"] == _u_statistic(f[a]["values"], f[b]["values"]) and t["n_pairs"] == 4
+
+  # equal FLOPs: the chosen MLM step count is ELECTRA's FLOPs in MLM steps, within one step
+  for runs in (summary["pretraining"], {p["method"]: p for p in summary["sweep"]["points"]}):
+    e, m = runs["electra"], runs["mlm"]
+    assert abs(m["total_flops"] - e["total_flops"]) <= m["total_flops"] / m["steps"]
+    assert m["steps"] > e["steps"]
   pre = summary["pretraining"]
-  # equal compute: MLM gets more (cheaper) steps so that both used about the same FLOPs
-  assert pre["mlm"]["steps"] > pre["electra"]["steps"]
-  ratio = pre["mlm"]["total_flops"] / pre["electra"]["total_flops"]
-  assert abs(ratio - 1.0) < 0.15, ratio
   for method in ("electra", "mlm"):
-    final = pre[method]["final_heldout_eval"]  # the held-out evaluation at the last step, as written by the run
-    assert final["step"] == pre[method]["steps"] and final == pre[method]["eval_history"][-1]
-    assert math.isfinite(final["masked_lm_accuracy"])
-  assert ("disc_auc" in pre["electra"]["final_heldout_eval"]) and "disc_auc" not in pre["mlm"]["final_heldout_eval"]
-  assert math.isfinite(pre["electra"]["final_heldout_eval"]["disc_auc"])
+    run = pre[method]
+    assert run["heldout_history"][-1]["step"] == run["steps"]  # the final held-out evaluation
+    assert run["learning_rate"] == summary["sweep"]["chosen"][method]["learning_rate"]
+    recipe = presets.short_run_settings(run["steps"])  # the tiny preset's recipe supplies warmup and BC
+    assert run["learning_rate"] in (3e-4, 1e-3) and run["num_warmup_steps"] == recipe["num_warmup_steps"]
+    assert run["adam_bias_correction"] == recipe["adam_bias_correction"]
+    assert run["loop_seconds"] > 0 and run["steady_seq_per_sec"] > 0
+  assert "disc_auc_real" in pre["electra"]["heldout"] and "disc_auc_real" not in pre["mlm"]["heldout"]
+  base = summary["data"]["heldout_unigram_baseline"]
+  assert 0.0 < base["accuracy"] < 1.0 and base["token"] not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")
+  compute = summary["compute"]
+  assert compute["primary"] == "flops" and compute["flops_equal_mlm_steps"] == pre["mlm"]["steps"]
+  assert compute["wallclock_equal_mlm_steps"] >= 1
   assert os.path.getsize(summary["plot"]) > 1000
-  # rerunning skips every finished stage
+  assert "| sst | electra vs mlm |" in proc.stdout
+
+  # rerunning skips every finished unit
   again = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-  for tool in ("run_pretraining.py", "run_finetuning.py", "build_vocab.py"):
-    assert tool not in again.stdout, again.stdout
+  assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= 1 + 8 + 2 + 12
 
 
 def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path):
