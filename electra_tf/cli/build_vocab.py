@@ -3,10 +3,14 @@
   python data_prep/build_vocab.py --corpus-dir corpus/ --output vocab.txt --vocab-size 30522
   python data_prep/build_vocab.py --wikipedia-dump dump.xml.bz2 --sentencepiece --output sp
 
-The output's directory must exist; it is checked before the (long) learning.
+WordPiece is learnt by Hugging Face tokenizers' Rust trainer (--learner hf, the default: minutes per GB of
+text) or tensorflow-text's learner (--learner tf-text, the one before: for continuity with its vocabs;
+pure Python, too slow beyond a few MB unless --max-sentences limits it). The output's directory must
+exist; it is checked before the (long) learning.
 """
 
 import argparse
+import sys
 
 from electra_tf.cli import common
 from electra_tf.errors import DataPrepError
@@ -32,7 +36,14 @@ def parse_args(argv=None):
   p.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=True)
   p.add_argument("--do-strip-accents", dest="strip_accents", action=argparse.BooleanOptionalAction,
                  default=None)
-  p.add_argument("--max-sentences", type=int, default=None, help="learn from the first N sentences")
+  p.add_argument("--learner", choices=vocab.LEARNERS, default=vocab.DEFAULT_LEARNER,
+                 help="WordPiece learner: hf (Hugging Face tokenizers, fast; default) or tf-text "
+                 "(tensorflow-text's, the one before; slow)")
+  p.add_argument("--max-unique-chars", type=int, default=vocab.MAX_UNIQUE_CHARS,
+                 help="WordPiece: at most this many characters (the most frequent) become pieces; a word "
+                 "with another one tokenizes to [UNK]")
+  p.add_argument("--max-sentences", type=int, default=None,
+                 help="learn from the first N sentences only (default: all of them)")
   return p.parse_args(argv)
 
 
@@ -46,16 +57,32 @@ def _run(args):
   if args.vocab_size < 200:
     raise DataPrepError(f"--vocab-size is {args.vocab_size}; use at least 200 (104 entries are reserved "
                         "for [PAD], [unused*], [UNK], [CLS], [SEP], [MASK])")
-  docs = build.iter_documents(corpus.CorpusStats(), args.corpus_dir, args.blanks_separate_docs,
-                             args.wikipedia_dump, args.books_dir, tfds)
-  if args.sentencepiece:
-    path = vocab.learn_sentencepiece_model(docs, args.output, args.vocab_size, args.do_lower_case,
-                                           args.sentencepiece_model_type, args.max_sentences)
-  else:
-    n = vocab.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
-                                    args.strip_accents, args.max_sentences)
-    path = f"{args.output} ({n} tokens)"
-  print(f"wrote {path}")
+  if args.max_sentences is not None and args.max_sentences < 1:
+    raise DataPrepError(f"--max-sentences is {args.max_sentences}; pass a positive count, or leave it out "
+                        "to learn from every sentence")
+  if args.max_unique_chars < 1:
+    raise DataPrepError(f"--max-unique-chars is {args.max_unique_chars}; pass a positive count (default "
+                        f"{vocab.MAX_UNIQUE_CHARS})")
+  stats = corpus.CorpusStats()
+  docs = build.iter_documents(stats, args.corpus_dir, args.blanks_separate_docs, args.wikipedia_dump,
+                             args.books_dir, tfds)
+  try:
+    if args.sentencepiece:
+      path = vocab.learn_sentencepiece_model(docs, args.output, args.vocab_size, args.do_lower_case,
+                                             args.sentencepiece_model_type, args.max_sentences)
+    else:
+      n = vocab.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
+                                      args.strip_accents, args.max_sentences, args.learner,
+                                      args.max_unique_chars, progress=True)
+      path = f"{args.output} ({n} tokens)"
+  finally:
+    # Said whether or not the learning went through: an all-binary corpus fails with "no text".
+    if stats.files_skipped:
+      print(f"warning: skipped {len(stats.files_skipped)} file(s) that are binary or not UTF-8: "
+            + "; ".join(stats.files_skipped[:5]) + (" ..." if len(stats.files_skipped) > 5 else ""),
+            file=sys.stderr)
+  used = min(stats.sentences, args.max_sentences or stats.sentences)
+  print(f"wrote {path} from {used:,} sentences")
 
 
 def main(argv=None) -> int:
