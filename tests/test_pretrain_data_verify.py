@@ -133,6 +133,16 @@ def test_verify_reads_metadata_without_shard_records(data):
       (BAD_SHARD, 4)]
 
 
+def test_verify_without_metadata_finds_a_shard_missing_by_its_name(data):
+  """An incomplete build without metadata.json (e.g. a killed job's temporary directory): the shards'
+  -i-of-n names say which are missing."""
+  (data / "metadata.json").unlink()
+  assert not verify.verify_pretraining_data(data).bad
+  (data / BAD_SHARD).unlink()
+  bad = verify.verify_pretraining_data(data).bad
+  assert [(os.path.basename(s.path), s.problem.split(":")[0]) for s in bad] == [(BAD_SHARD, "missing")]
+
+
 def _cli_error(capsys, argv):
   assert cli.main(argv) == 2
   captured = capsys.readouterr()

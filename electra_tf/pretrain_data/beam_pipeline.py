@@ -191,11 +191,14 @@ def pipeline_options(runner, pipeline_args=(), num_workers=None):
   """PipelineOptions for ``runner`` from the arguments after ``--``; on the DirectRunner
   ``--num-processes N`` (N > 1) means N worker processes unless those arguments say otherwise."""
   args = list(pipeline_args)
-  if runner == "DirectRunner" and num_workers and num_workers > 1:
-    if not any(a.startswith("--direct_num_workers") for a in args):
+  given = lambda name: any(a.startswith(name) for a in args)
+  if runner == "DirectRunner":
+    if num_workers and num_workers > 1 and not given("--direct_num_workers"):
       args.append(f"--direct_num_workers={num_workers}")
-    if not any(a.startswith("--direct_running_mode") for a in args):
+    if num_workers and num_workers > 1 and not given("--direct_running_mode"):
       args.append("--direct_running_mode=multi_processing")
+    if not given("--default_sdk_harness_log_level"):  # local worker processes: no INFO lines on stderr
+      args.append("--default_sdk_harness_log_level=WARNING")
   return PipelineOptions(args, runner=runner)
 
 

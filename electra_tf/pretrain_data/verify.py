@@ -197,8 +197,23 @@ def verify_pretraining_data(data_dir_or_globs, trust_checksums: bool = False, st
     present = {os.path.basename(f) for f in files}
     checks += [ShardCheck(os.path.join(where, name), 0, "missing, though metadata.json lists it")
                for name in sorted(set(expected) - present)]
+    if not expected:  # no counts to compare: the names still say how many shards a complete build has
+      checks += [ShardCheck(os.path.join(where, name), 0, "missing: the other shards' names count it and "
+                            "there is no metadata.json (an incomplete build?)")
+                 for name in _unnumbered_shards(present)]
   exact = bool(expected) and all(os.path.basename(c.path) in expected for c in checks)
   return VerifyReport(where, checks, max_seq_length, exact)
+
+
+def _unnumbered_shards(names) -> typing.List[str]:
+  """Names ``PREFIX-i-of-n`` absent from ``names`` though another ``PREFIX-j-of-n`` is there."""
+  counts = {}
+  for name in names:
+    match = re.fullmatch(r"(pretrain_(?:data|eval)\.tfrecord)-(\d+)-of-(\d+)", name)
+    if match:
+      counts.setdefault((match.group(1), int(match.group(3))), set()).add(int(match.group(2)))
+  return [f"{prefix}-{i}-of-{n}" for (prefix, n), have in sorted(counts.items()) for i in range(n)
+          if i not in have]
 
 
 def _first_record_length(files) -> int:
