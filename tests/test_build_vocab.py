@@ -131,14 +131,24 @@ def test_repeated_words_keep_their_counts():
   assert collections.Counter(w for c in chunks for w in c.split()) == counts
 
 
-def test_word_counts_split_as_the_tokenizer_does():
-  tokens = collections.Counter(["Hello,", "hello", "Café!", "naïve", "x"] * 3 + ["HELLO"])
-  tok = tokenization.BasicTokenizer(do_lower_case=True)
-  expected = collections.Counter(w for t in tokens.elements() for w in tok.tokenize(t))
-  assert vocab.word_counts(tokens) == expected
-  cased = tokenization.BasicTokenizer(do_lower_case=False)
-  assert vocab.word_counts(tokens, do_lower_case=False) == collections.Counter(
-      w for t in tokens.elements() for w in cased.tokenize(t))
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_count_words_splits_as_the_tokenizer_does(data_dir, do_lower_case):
+  """Counting cleaned tokens first and splitting each distinct one once (here with the token counts
+  folded into words every 50 distinct tokens) counts what BasicTokenizer makes of each sentence."""
+  lines = [line for line in _wikitext(data_dir, "test") if line.strip()]
+  lines = [line for line in lines if not line.isascii()][:100] + lines[:100] + ["Caf\u00e9!\u200bX\x1fY"]
+  basic = tokenization.BasicTokenizer(do_lower_case)
+  expected = collections.Counter(w for line in lines for w in basic.tokenize(line))
+  assert vocab.count_words(iter(lines), do_lower_case, batch=7, max_tokens=50) == expected
+
+
+def test_count_words_drops_the_rarest_words_past_its_limit():
+  lines = ["the cat", "the dog", "the cat", "a bird", "the cat", "an eel"]
+  # 7 distinct words, at most 3: those seen once so far are dropped when a fold passes the limit (here
+  # after "a bird" and "an eel"); the counts of the rest stay exact.
+  assert vocab.count_words(iter(lines), batch=1, max_tokens=2, max_words=3) == {"the": 4, "cat": 3}
+  assert vocab.count_words(iter(lines), max_words=3) == {"the": 4, "cat": 3}
+  assert len(vocab.count_words(iter(lines), max_words=7)) == 7
 
 
 @pytest.mark.slow

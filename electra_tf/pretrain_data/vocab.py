@@ -30,6 +30,8 @@ DEFAULT_LEARNER = "hf"
 # At most this many characters become pieces (the most frequent; a word with another one tokenizes to
 # [UNK]): tf-text's default max_unique_chars, used by both learners.
 MAX_UNIQUE_CHARS = 1000
+# The most distinct words counted (a few GB of memory at most); see count_words.
+MAX_WORDS = 1 << 23
 
 
 def reserved_tokens():
@@ -54,30 +56,45 @@ def _progress_bar(progress):
   return tqdm.tqdm(unit=" sentences", desc="reading the corpus", disable=not progress, mininterval=2)
 
 
-def count_tokens(sentences, progress=False, batch=4096):
-  """Counts of the whitespace tokens of ``sentences`` after the reference's cleaning and CJK spacing.
-
-  One streaming pass; memory grows with the distinct tokens, not the corpus. The per-sentence work is a
-  ``str.translate``, a split and a C-level count, for a batch of sentences at once.
-  """
-  counts = collections.Counter()
-  with _progress_bar(progress) as bar:
-    for group in iter(lambda: list(itertools.islice(sentences, batch)), []):
-      counts.update(tokenization.clean_split("\n".join(group)))
-      bar.update(len(group))
-  return counts
-
-
-def word_counts(token_counts, do_lower_case=True, strip_accents=None):
-  """Token counts -> counts of the words BasicTokenizer makes of them, each distinct token split once."""
-  basic = tokenization.BasicTokenizer(do_lower_case, strip_accents)
-  words = collections.Counter()
+def _add_words(words, token_counts, basic):
+  """Adds the words BasicTokenizer makes of each counted token to ``words`` (each distinct token once)."""
   for token, n in token_counts.items():
     if token.isascii() and token.isalnum():  # most tokens: no punctuation, no accents, one word
-      words[token.lower() if do_lower_case else token] += n
+      words[token.lower() if basic.do_lower_case else token] += n
       continue
     for word in basic.tokenize(token):
       words[word] += n
+
+
+def count_words(sentences, do_lower_case=True, strip_accents=None, progress=False, batch=4096,
+                max_tokens=1 << 22, max_words=MAX_WORDS):
+  """Counts of the words ``tokenization.BasicTokenizer`` makes of ``sentences``, in one streaming pass.
+
+  Per batch of sentences: one ``str.translate`` (the reference's cleaning and CJK spacing), a split and a
+  C-level count of the whitespace tokens. When ``max_tokens`` distinct tokens are held they are split into
+  words and added up. Memory is bounded on any corpus: past ``max_words`` distinct words, the words seen
+  the fewest times so far (once, then twice, ...) are dropped, as word2vec's vocabulary reduction does;
+  what is lost is counts of the rarest words, which a vocab of tens of thousands of pieces does not keep.
+  """
+  basic = tokenization.BasicTokenizer(do_lower_case, strip_accents)
+  tokens, words = collections.Counter(), collections.Counter()
+
+  def fold():
+    _add_words(words, tokens, basic)
+    tokens.clear()
+    fewest = 1
+    while len(words) > max_words:
+      for word in [w for w, n in words.items() if n <= fewest]:
+        del words[word]
+      fewest += 1
+
+  with _progress_bar(progress) as bar:
+    for group in iter(lambda: list(itertools.islice(sentences, batch)), []):
+      tokens.update(tokenization.clean_split("\n".join(group)))
+      bar.update(len(group))
+      if len(tokens) >= max_tokens:
+        fold()
+  fold()
   return words
 
 
@@ -125,8 +142,7 @@ def _repeated(words, chunk_chars=1 << 16):
 
 def _learn_hf(sentences, vocab_size, reserved, do_lower_case, strip_accents, max_unique_chars, progress):
   words, continuations = _learnable_words(
-      word_counts(count_tokens(sentences, progress), do_lower_case, strip_accents), vocab_size,
-      max_unique_chars)
+      count_words(sentences, do_lower_case, strip_accents, progress), vocab_size, max_unique_chars)
   # The trainer is BPE writing WordPiece pieces: every character alone and as '##c', then merges. Its
   # '##c' entries would get ids in hash-map order, which breaks ties between merges differently from run
   # to run (huggingface/tokenizers#1794): given as special tokens in sorted order, their ids are fixed
