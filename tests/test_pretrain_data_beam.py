@@ -158,6 +158,19 @@ def test_beam_builds_into_an_object_store(tmp_path, bert_vocab):
   assert not verify.verify_pretraining_data(out).bad
 
 
+def test_num_processes_maps_to_direct_runner_workers_unless_options_say_otherwise():
+  from apache_beam.options.pipeline_options import DirectOptions  # pylint: disable=import-outside-toplevel
+  view = lambda *a: beam_pipeline.pipeline_options(*a).view_as(DirectOptions)
+  assert (view("DirectRunner", [], 2).direct_num_workers, view("DirectRunner", [], 2).direct_running_mode) == (
+      2, "multi_processing")
+  assert view("DirectRunner", ["--direct_num_workers=3", "--direct_running_mode=multi_threading"], 2
+              ).direct_running_mode == "multi_threading"
+  assert view("DirectRunner", ["--direct_num_workers=3"], 2).direct_num_workers == 3
+  assert view("DirectRunner", [], 1).direct_num_workers == 1
+  assert beam_pipeline.pipeline_options("FlinkRunner", ["--flink_master=host:8081"], 4).get_all_options()[
+      "flink_master"] == "host:8081"
+
+
 @pytest.mark.slow  # about 35 s: two worker processes start TensorFlow before the reader fails
 def test_a_failed_pipeline_leaves_no_output(tmp_path, data_dir, bert_vocab, capsys):
   """A truncated dump fails on a worker: the command prints the reader's one line and exits 2, the old

@@ -4,6 +4,9 @@ Sources: a directory of text files in the reference format (one sentence per lin
 documents), Wikipedia XML dumps, BooksCorpus-style book directories, and tensorflow-datasets text sets.
 Plain text files may be gzip- or bzip2-compressed (``.gz``/``.bz2``). A MediaWiki XML dump found among the
 text files is recognised by its content and read as a dump, never packed as text.
+
+``list_units`` / ``iter_unit_documents``: the corpus as units (a text file, a dump, a book, a tfds split),
+each read start to end by one reader, so that a worker of a distributed build can read one alone.
 """
 
 import bz2
