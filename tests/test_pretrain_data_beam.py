@@ -122,6 +122,12 @@ def test_beam_reads_tensorflow_datasets(tmp_path, bert_vocab):
     local = build.build_pretraining_dataset(tmp_path / "local", bert_vocab, progress=False, **settings)
     meta = beam_pipeline.build_with_beam(tmp_path / "beam", bert_vocab, "DirectRunner", IN_PROCESS,
                                          **settings)
+    # A reader's error on a worker is its one line, without the runner's "[while running ...]".
+    with pytest.raises(build.DataPrepError, match=r"has no feature 'body' \(it has text, title\); pass "
+                       r"--tfds-text-key$"):
+      beam_pipeline.build_with_beam(tmp_path / "bad", bert_vocab, "DirectRunner", IN_PROCESS,
+                                    **dict(settings, tfds=dict(source, text_key="body")))
+  assert sorted(os.listdir(tmp_path)) == ["beam", "local"]  # nothing of the failed build
   for split, prefix in (("train", build.TRAIN_PREFIX), ("eval", build.EVAL_PREFIX)):
     got, want = _examples(tmp_path / "beam", prefix)[0], _examples(tmp_path / "local", prefix)[0]
     assert got == want and sum(got.values()) == local["splits"][split]["num_examples"] > 0, split
@@ -187,7 +193,7 @@ def test_a_failed_pipeline_leaves_no_output(tmp_path, data_dir, bert_vocab, caps
           "--num-shards", "2"]
   assert cli.main(argv + ["--runner", "DirectRunner", "--", *MULTI_PROCESS]) == 2
   err = [l for l in capsys.readouterr().err.strip().splitlines() if l.startswith("error:")]
-  assert len(err) == 1 and "is truncated or corrupt" in err[0] and "download it again" in err[0], err
+  assert len(err) == 1 and "is truncated or corrupt" in err[0] and err[0].endswith(".xml.bz2 file"), err
   assert os.listdir(out) == ["metadata.json"] and (out / "metadata.json").read_text() == "{}"
   assert sorted(os.listdir(tmp_path)) == ["cut.xml.bz2", "out"]
   # Beam options without --runner are refused before anything runs.

@@ -227,10 +227,16 @@ def _publish(tmp_dir, output_dir):
 
 
 def _worker_error(error):
-  """A DataPrepError raised on a worker reaches the launcher inside the runner's own exception (with
-  the worker's traceback as text): its one line, or None."""
-  found = re.findall(r"DataPrepError: ([^\n]+)", str(error))
-  return found[-1].strip().rstrip("'\"") if found else None
+  """A DataPrepError raised on a worker: its one line, or None. In-process runners re-raise it with
+  "[while running 'STEP']" appended; worker processes send it inside the runner's own exception, with the
+  worker's traceback as text."""
+  text = str(error)
+  if not isinstance(error, DataPrepError):
+    found = re.findall(r"DataPrepError: ([^\n]+)", text)
+    if not found:
+      return None
+    text = found[-1].strip().rstrip("'\"")
+  return re.sub(r"\s*\[while running [^\]]*\]\s*$", "", text.strip())
 
 
 def build_with_beam(output_dir, vocab_file, runner="DirectRunner", pipeline_args=(), corpus_dir=None,
