@@ -44,6 +44,8 @@ def parse_args(argv=None):
                  "with another one tokenizes to [UNK]")
   p.add_argument("--max-sentences", type=int, default=None,
                  help="learn from the first N sentences only (default: all of them)")
+  p.add_argument("--no-progress", dest="progress", action="store_false",
+                 help="no sentences/s bar on stderr while the WordPiece learner reads the corpus")
   return p.parse_args(argv)
 
 
@@ -73,7 +75,7 @@ def _run(args):
     else:
       n = vocab.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
                                       args.strip_accents, args.max_sentences, args.learner,
-                                      args.max_unique_chars, progress=True)
+                                      args.max_unique_chars, args.progress)
       path = f"{args.output} ({n} tokens)"
   finally:
     # Said whether or not the learning went through: an all-binary corpus fails with "no text".
