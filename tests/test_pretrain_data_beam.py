@@ -177,6 +177,16 @@ def test_num_processes_maps_to_direct_runner_workers_unless_options_say_otherwis
       "flink_master"] == "host:8081"
 
 
+def test_dataflow_needs_cloud_storage_paths(tmp_path, bert_vocab):
+  (tmp_path / "corpus").mkdir()
+  (tmp_path / "corpus" / "a.txt").write_text("One sentence.\n", encoding="utf-8")
+  with pytest.raises(build.DataPrepError, match=r"DataflowRunner: its workers cannot read or write .*/out on "
+                     r"this machine; put the corpus and --output-dir in Cloud Storage \(gs://...\)$"):
+    beam_pipeline.build_with_beam(tmp_path / "out", bert_vocab, "DataflowRunner", ["--project=p"],
+                                  corpus_dir=tmp_path / "corpus")
+  assert sorted(os.listdir(tmp_path)) == ["corpus"]
+
+
 @pytest.mark.slow  # about 35 s: two worker processes start TensorFlow before the reader fails
 def test_a_failed_pipeline_leaves_no_output(tmp_path, data_dir, bert_vocab, capsys):
   """A truncated dump fails on a worker: the command prints the reader's one line and exits 2, the old
