@@ -215,18 +215,19 @@ def beam_main(data, vocab, repeat):
     print(f"WikiText-2 train x{repeat}: {mb:.1f} MB of text, {repeat} file(s), 1 MiB chunks")
     for label, mode, workers in runs:
       out = tmp / f"out_{mode}"
-      t = time.perf_counter()
+      t, cpu = time.perf_counter(), _cpu_seconds()
       if mode is None:
         meta = build.build_pretraining_dataset(out, vocab, progress=False, **kw)
       else:
         meta = beam_pipeline.build_with_beam(out, vocab, "DirectRunner", [
             f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"], **kw)
-      secs = time.perf_counter() - t
+      secs, cpu = time.perf_counter() - t, _cpu_seconds() - cpu
       n = meta["splits"]["train"]["num_examples"]
       examples = _example_multiset(out)
       reference = examples if reference is None else reference
       print(f"{label}: {meta['num_word_pieces']:,} wp, {n:,} examples in {secs:.2f} s = {mb / secs:.2f} MB/s, "
-            f"{n / secs:,.0f} examples/s, {meta['num_word_pieces'] / secs:,.0f} wp/s; "
+            f"{n / secs:,.0f} examples/s, {meta['num_word_pieces'] / secs:,.0f} wp/s; CPU {cpu:.1f} s "
+            f"(this process and its joined children) = {mb / cpu:.2f} MB per CPU-second; "
             f"same multiset of examples as the local builder: {examples == reference}")
   finally:
     shutil.rmtree(tmp, ignore_errors=True)
