@@ -331,9 +331,12 @@ def finetune(args, vocab_size, task, method, init_checkpoint, seed, name) -> dic
 
 # ---- stages 2-4 --------------------------------------------------------------------------------------------
 
-def lr_tag(lr: float) -> str:
+def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
+  """E.g. ``pt_electra_lr3e-4_s3000`` (``_temp2`` with --temperature): a finished unit is reused only for the
+  same settings. A change of the preset itself between invocations is not detected: use a new --work-dir."""
   mantissa, exponent = f"{lr:.0e}".split("e")
-  return f"{mantissa}e{int(exponent)}"
+  temp = f"_temp{args.temperature:g}" if method == "electra" and args.temperature is not None else ""
+  return f"{prefix}_{method}_lr{mantissa}e{int(exponent)}_s{steps}{temp}"
 
 
 def stage_sweep(args, vocab_size) -> dict:
@@ -347,7 +350,7 @@ def stage_sweep(args, vocab_size) -> dict:
       continue
     rows = []
     for lr in args.sweep_lrs:
-      name = f"sweep_{method}_lr{lr_tag(lr)}_s{steps[method]}"
+      name = run_name(args, "sweep", method, lr, steps[method])
       pre = unit(args, f"pretrain_{name}",
                  lambda: pretrain(args, vocab_size, method, steps[method], lr, name))  # pylint: disable=cell-var-from-loop
       ft = unit(args, f"finetune_sst_{name}_seed{args.sweep_seed}",
@@ -373,19 +376,19 @@ def stage_pretrain(args, vocab_size, chosen) -> dict:
   runs = {}
   for method in PRETRAINED:
     lr = chosen[method]["learning_rate"]
-    name = f"pt_{method}_lr{lr_tag(lr)}_s{steps[method]}"
+    name = run_name(args, "pt", method, lr, steps[method])
     runs[method] = unit(args, f"pretrain_{name}",
                         lambda: pretrain(args, vocab_size, method, steps[method], lr, name))  # pylint: disable=cell-var-from-loop
   e, m = runs["electra"], runs["mlm"]
   # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
   wall_steps = max(1, int(round(args.steps * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))
-  compute = {"primary": "flops", "why_primary": PRIMARY_REASON, "flops_equal_mlm_steps": steps["mlm"], "wallclock_equal_mlm_steps": wall_steps,
-             "wallclock_over_flops_steps": wall_steps / steps["mlm"],
+  compute = {"primary": "flops", "why_primary": PRIMARY_REASON, "flops_equal_mlm_steps": steps["mlm"],
+             "wallclock_equal_mlm_steps": wall_steps, "wallclock_over_flops_steps": wall_steps / steps["mlm"],
              "flops_ratio_electra_over_mlm_per_step": e["flops_per_step"] / m["flops_per_step"],
              "time_ratio_electra_over_mlm_per_step": m["steady_seq_per_sec"] / e["steady_seq_per_sec"]}
   if args.wallclock_mlm:
     lr = chosen["mlm"]["learning_rate"]
-    name = f"pt_mlm_lr{lr_tag(lr)}_s{wall_steps}"
+    name = run_name(args, "pt", "mlm", lr, wall_steps)
     runs["mlm_wall"] = unit(args, f"pretrain_{name}", lambda: pretrain(args, vocab_size, "mlm", wall_steps, lr, name))
   return {"runs": runs, "compute": compute}
 
@@ -398,7 +401,8 @@ def stage_finetune(args, vocab_size, runs) -> dict:
       for method in methods:
         init = runs[method]["model_dir"] if method in runs else "none"
         name = f"ft_{task}_{method}_seed{seed}"
-        trials[task][method].append(unit(args, f"finetune_{task}_{method}_seed{seed}",
+        source = runs[method]["name"] if method in runs else "none"
+        trials[task][method].append(unit(args, f"finetune_{task}_{source}_seed{seed}",
                                          lambda: finetune(args, vocab_size, task, method, init, seed, name)))  # pylint: disable=cell-var-from-loop
   return trials
 
@@ -607,7 +611,9 @@ def main(argv=None) -> int:
   if last < 2:
     return 0
   pre = stage_pretrain(args, vocab_size, sweep["chosen"])
-  log(f"compute: {json.dumps(pre['compute'])}")
+  c = pre["compute"]
+  log(f"equal compute: MLM {c['flops_equal_mlm_steps']} steps by FLOPs (primary), {c['wallclock_equal_mlm_steps']} "
+      f"by measured wall-clock")
   if last < 3:
     return 0
   trials = stage_finetune(args, vocab_size, pre["runs"])

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from electra_tf import presets
+from electra_tf.configs import PretrainingConfig
 
 METHODS = ("electra", "mlm", "none")
 
@@ -101,6 +102,8 @@ def test_paper_claim_quick(tmp_path, data_dir):
     assert run["learning_rate"] in (3e-4, 1e-3) and run["num_warmup_steps"] == recipe["num_warmup_steps"]
     assert run["adam_bias_correction"] == recipe["adam_bias_correction"]
     assert run["loop_seconds"] > 0 and run["steady_seq_per_sec"] > 0
+  preset = PretrainingConfig.create("t", str(tmp_path), **presets.sample_pretraining_hparams(100, 12))
+  assert pre["electra"]["temperature"] == preset.temperature  # the tiny preset's, wherever it sets it
   assert "disc_auc_real" in pre["electra"]["heldout"] and "disc_auc_real" not in pre["mlm"]["heldout"]
   base = summary["data"]["heldout_unigram_baseline"]
   assert 0.0 < base["accuracy"] < 1.0 and base["token"] not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")
