@@ -139,8 +139,8 @@ def write_json(path, obj):
   os.replace(tmp, path)
 
 
-def unit(args, name: str, work):
-  """Runs ``work()`` once: its result is kept in ``<work>/stages/<name>.json`` and reused afterwards."""
+def unit(args, name: str, work, *work_args):
+  """Runs ``work(*work_args)`` once: its result is kept in ``<work>/stages/<name>.json`` and reused afterwards."""
   path = os.path.join(args.work_dir, "stages", f"{name}.json")
   done = read_json(path)
   if done is not None:
@@ -148,7 +148,7 @@ def unit(args, name: str, work):
     return done
   log(f"run: {name}")
   start = time.time()
-  result = work()
+  result = work(*work_args)
   result["unit_seconds"] = round(time.time() - start, 1)
   write_json(path, result)
   tf.keras.backend.clear_session()  # many models are built in this one process
@@ -351,11 +351,9 @@ def stage_sweep(args, vocab_size) -> dict:
     rows = []
     for lr in args.sweep_lrs:
       name = run_name(args, "sweep", method, lr, steps[method])
-      pre = unit(args, f"pretrain_{name}",
-                 lambda: pretrain(args, vocab_size, method, steps[method], lr, name))  # pylint: disable=cell-var-from-loop
-      ft = unit(args, f"finetune_sst_{name}_seed{args.sweep_seed}",
-                lambda: finetune(args, vocab_size, "sst", method, pre["model_dir"], args.sweep_seed,  # pylint: disable=cell-var-from-loop
-                                 f"ft_{name}"))
+      pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name)
+      ft = unit(args, f"finetune_sst_{name}_seed{args.sweep_seed}", finetune, args, vocab_size, "sst", method,
+                pre["model_dir"], args.sweep_seed, f"ft_{name}")
       rows.append({"method": method, "learning_rate": lr, "steps": steps[method], "sst_accuracy": ft["value"],
                    "heldout": pre["heldout"], "loop_seconds": pre["loop_seconds"],
                    "total_flops": pre["total_flops"]})
@@ -377,8 +375,7 @@ def stage_pretrain(args, vocab_size, chosen) -> dict:
   for method in PRETRAINED:
     lr = chosen[method]["learning_rate"]
     name = run_name(args, "pt", method, lr, steps[method])
-    runs[method] = unit(args, f"pretrain_{name}",
-                        lambda: pretrain(args, vocab_size, method, steps[method], lr, name))  # pylint: disable=cell-var-from-loop
+    runs[method] = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name)
   e, m = runs["electra"], runs["mlm"]
   # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
   wall_steps = max(1, int(round(args.steps * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))
@@ -389,7 +386,7 @@ def stage_pretrain(args, vocab_size, chosen) -> dict:
   if args.wallclock_mlm:
     lr = chosen["mlm"]["learning_rate"]
     name = run_name(args, "pt", "mlm", lr, wall_steps)
-    runs["mlm_wall"] = unit(args, f"pretrain_{name}", lambda: pretrain(args, vocab_size, "mlm", wall_steps, lr, name))
+    runs["mlm_wall"] = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, "mlm", wall_steps, lr, name)
   return {"runs": runs, "compute": compute}
 
 
@@ -402,8 +399,8 @@ def stage_finetune(args, vocab_size, runs) -> dict:
         init = runs[method]["model_dir"] if method in runs else "none"
         name = f"ft_{task}_{method}_seed{seed}"
         source = runs[method]["name"] if method in runs else "none"
-        trials[task][method].append(unit(args, f"finetune_{task}_{source}_seed{seed}",
-                                         lambda: finetune(args, vocab_size, task, method, init, seed, name)))  # pylint: disable=cell-var-from-loop
+        trials[task][method].append(unit(args, f"finetune_{task}_{source}_seed{seed}", finetune, args, vocab_size,
+                                         task, method, init, seed, name))
   return trials
 
 
@@ -603,7 +600,8 @@ def main(argv=None) -> int:
   data = stage_data(args)
   vocab_size = data["vocab_size"]
   log(f"vocab {vocab_size}; POS train/dev sentences {data['pos']['train']['sentences']}/"
-      f"{data['pos']['dev']['sentences']}; held-out unigram baseline {data['heldout_unigram_baseline']['accuracy']:.3f}")
+      f"{data['pos']['dev']['sentences']}; held-out unigram baseline "
+      f"{data['heldout_unigram_baseline']['accuracy']:.3f}")
   if last < 1:
     return 0
   sweep = stage_sweep(args, vocab_size)
