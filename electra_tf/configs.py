@@ -98,6 +98,29 @@ class RuntimeConfig(HParams):
     return self
 
 
+# Gradient accumulation (both jobs): the step is over the global batch, computed in micro-batches.
+ACCUMULATION_HELP = ("micro-batches per step: each is train_batch_size / N examples, their gradients are summed, "
+                     "clipped and applied once, so the step equals one over the whole batch (with "
+                     "per_example_dropout); trades speed for memory")
+PER_EXAMPLE_DROPOUT_HELP = ("dropout masks keyed by (seed, step, the example's global row), the same under any "
+                            "gradient_accumulation_steps or replica count; on whenever "
+                            "gradient_accumulation_steps > 1")
+
+
+def check_accumulation(cfg):
+  """One line if the global batch does not split into ``gradient_accumulation_steps`` micro-batches."""
+  if cfg.train_batch_size % cfg.gradient_accumulation_steps:
+    raise HParamError(f"train_batch_size {cfg.train_batch_size} is not divisible by gradient_accumulation_steps "
+                      f"{cfg.gradient_accumulation_steps} (each micro-batch is train_batch_size / "
+                      "gradient_accumulation_steps examples); use a batch that is a multiple of it")
+  return cfg
+
+
+def uses_per_example_dropout(cfg) -> bool:
+  """Whether dropout is keyed per example (asked for, or implied by accumulation)."""
+  return cfg.per_example_dropout or cfg.gradient_accumulation_steps > 1
+
+
 @dataclasses.dataclass
 class PretrainingConfig(RuntimeConfig):
   """Every pre-training option of the reference (section 2 of the spec) plus this port's additions."""
@@ -157,6 +180,8 @@ class PretrainingConfig(RuntimeConfig):
   max_seq_length: int = field(128, "tokens per example", min=5, max=512)
   train_batch_size: int = field(128, "global training batch", min=1)
   eval_batch_size: int = field(128, "global evaluation batch", min=1)
+  gradient_accumulation_steps: int = field(1, ACCUMULATION_HELP, min=1)
+  per_example_dropout: bool = field(False, PER_EXAMPLE_DROPOUT_HELP)
 
   # paths (derived from data_dir / model_name unless given)
   pretrain_tfrecords: typing.Optional[str] = field(None, "comma-separated TFRecord globs")
@@ -202,6 +227,7 @@ class PretrainingConfig(RuntimeConfig):
       cfg.two_tower_generator = True
     cfg.max_predictions_per_seq = int((cfg.mask_prob + 0.005) * cfg.max_seq_length)
     cfg._derive_paths()
+    check_accumulation(cfg)
     return cfg.check_runtime()
 
   def _derive_paths(self):
@@ -265,6 +291,8 @@ class FinetuningConfig(RuntimeConfig):
   task_names: typing.List[str] = field(None, "tasks to train jointly", default_factory=lambda: ["chunk"])
   max_seq_length: int = field(128, "tokens per example", min=5, max=512)
   train_batch_size: int = field(32, "global training batch", min=1)
+  gradient_accumulation_steps: int = field(1, ACCUMULATION_HELP, min=1)
+  per_example_dropout: bool = field(False, PER_EXAMPLE_DROPOUT_HELP)
   eval_batch_size: int = field(32, "evaluation batch", min=1)
   predict_batch_size: int = field(32, "prediction batch", min=1)
   double_unordered: bool = field(True, "add swapped pairs for MRPC and STS")
@@ -311,6 +339,7 @@ class FinetuningConfig(RuntimeConfig):
       own_vocab = os.path.join(pretrained, "vocab.txt")
       cfg.vocab_file = own_vocab if os.path.exists(own_vocab) else os.path.join(data_dir, "vocab.txt")
     cfg.init_checkpoint = cfg.init_checkpoint or pretrained
+    check_accumulation(cfg)
     return cfg.check_runtime()
 
   @property

@@ -11,6 +11,7 @@
   ``encoder/layer_i/``, L + 2 for ``task_specific/`` (so the top layer already gets d^2, as the reference).
 """
 
+import contextlib
 import re
 import typing
 
@@ -155,3 +156,56 @@ def create_optimizer(learning_rate: float, num_train_steps: int, weight_decay_ra
 def clip_by_global_norm(grads, clip_norm: float = 1.0):
   """Clip as the reference (``tf.clip_by_global_norm`` at 1.0); returns (clipped grads, global norm)."""
   return tf.clip_by_global_norm(grads, clip_norm)
+
+
+# --- gradient accumulation (both training loops) -------------------------------------------------------------
+
+def split_batch(batch: typing.Mapping[str, typing.Any], num_micro_batches: int) -> dict:
+  """``{name: [B, ...]}`` -> ``{name: [n, B / n, ...]}``: micro-batch i holds rows i*B/n .. (i+1)*B/n - 1."""
+  def split(value):
+    value = tf.convert_to_tensor(value)
+    rows = value.shape[0] // num_micro_batches if value.shape[0] is not None else None
+    out = tf.reshape(value, tf.concat([[num_micro_batches, -1], tf.shape(value)[1:]], 0))
+    out.set_shape([num_micro_batches, rows] + value.shape[1:].as_list())  # keep the static shapes
+    return out
+  return {name: split(value) for name, value in batch.items()}
+
+
+def accumulate(micro_step, batch: typing.Mapping[str, typing.Any], num_micro_batches: int, zeros):
+  """``sum_i micro_step(micro_batch_i, i)`` over the ``split_batch`` micro-batches of ``batch``.
+
+  ``micro_step(part, i)`` returns a nest of tensors shaped like ``zeros`` (gradients, losses, metric sums).
+  A ``tf.while_loop`` with ``parallel_iterations=1`` runs one micro-batch at a time, so only one
+  micro-batch's activations are alive at once (an unrolled Python loop lets TensorFlow run them together).
+  The running sums are loop tensors, never variables: nothing of a half-done step can be checkpointed.
+  """
+  parts = split_batch(batch, num_micro_batches)
+
+  def body(i, total):
+    out = micro_step({name: value[i] for name, value in parts.items()}, i)
+    return i + 1, tf.nest.map_structure(tf.add, total, out)
+
+  _, total = tf.while_loop(lambda i, _: i < num_micro_batches, body, (tf.constant(0), zeros),
+                           parallel_iterations=1)
+  return total
+
+
+@contextlib.contextmanager
+def accumulation_graph_options(active: bool = True):
+  """Runs the body (calls of a training loop that ``accumulate``s) with grappler's arithmetic optimizer off.
+
+  Why: with it on, TensorFlow (2.21, CPU) fails on the second call of an ELECTRA-Small loop whose step
+  accumulates in a ``tf.while_loop``: "AlreadyExistsError: Resource __per_step_0/.../AddOpsRewrite_Add_N/
+  tmp_var" (the optimizer's rewrite of the gradient sums inside a loop frame; TensorFlow issues #23780,
+  #33713, #37740). Off, the same loop runs. The previous setting is restored on exit, so nothing else in the
+  process changes; ``active=False`` (no accumulation) leaves the options alone.
+  """
+  if not active:
+    yield
+    return
+  before = tf.config.optimizer.get_experimental_options().get("arithmetic_optimization", True)
+  tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
+  try:
+    yield
+  finally:
+    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": before})

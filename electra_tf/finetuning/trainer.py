@@ -6,6 +6,11 @@ layer-wise LR ``lr * d^(L + 2 - depth)``. Dropout masks come from ``seed``, the 
 a trial is reproducible. With several replicas the gradients are summed across replicas before the
 clip (the clip sees the global gradient, as on the reference's TPU). One compiled call runs up to
 ``iterations_per_loop`` steps (the reference's TPU loop), stopping early at epoch and checkpoint boundaries.
+
+``gradient_accumulation_steps`` k: the step's batch is cut into k micro-batches run one after the other
+inside the compiled step, their gradients summed (the loss is a sum over examples, so this is exact), then
+clipped and applied once; steps, the schedule and epochs count global batches. Dropout is then keyed per
+example (``per_example_dropout``), so the k micro-batches equal the one batch.
 """
 
 import math
@@ -17,9 +22,15 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import runtime
+from electra_tf.configs import uses_per_example_dropout
 from electra_tf.errors import HParamError
 from electra_tf.finetuning.model import FinetuningModel
-from electra_tf.optimization import clip_by_global_norm, create_optimizer
+from electra_tf.modeling import RowKeyedSeed
+from electra_tf.modeling.keyed_random import step_key
+from electra_tf.optimization import accumulate, accumulation_graph_options, clip_by_global_norm, create_optimizer
+
+# Stream of ``keyed_random.step_key`` for per-example dropout.
+DROPOUT_STREAM = 1
 
 
 def num_train_steps(n_padded: int, batch_size: int, epochs: float) -> int:
@@ -54,6 +65,11 @@ class Trainer:
     if config.mixed_precision == "float16":
       raise HParamError("mixed_precision float16 needs loss scaling, which fine-tuning does not implement; "
                         "use bfloat16 (same speed on recent GPUs/TPUs) or float32")
+    replicas_x_micro = strategy.num_replicas_in_sync * config.gradient_accumulation_steps
+    if config.train_batch_size % replicas_x_micro:
+      raise HParamError(f"train_batch_size {config.train_batch_size} does not split into "
+                        f"{strategy.num_replicas_in_sync} replicas x gradient_accumulation_steps "
+                        f"{config.gradient_accumulation_steps}; use a multiple of {replicas_x_micro}")
     runtime.set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(seed)  # weight initialisation of the heads (and of a fresh encoder)
     self.model_config = config.model_config()
@@ -80,15 +96,28 @@ class Trainer:
     model, optimizer, strategy = self.model, self.optimizer, self.strategy
     base_seed = tf.constant([self.seed, 0x5EED], tf.int32)
     n_replicas = strategy.num_replicas_in_sync
+    k, per_example = self.config.gradient_accumulation_steps, uses_per_example_dropout(self.config)
 
     def step_fn(batch):
       ctx = tf.distribute.get_replica_context()
       seed = tf.random.experimental.stateless_fold_in(base_seed, tf.cast(optimizer.iterations, tf.int32))
       seed = tf.random.experimental.stateless_fold_in(seed, ctx.replica_id_in_sync_group)
       variables = model.trainable_variables
-      with tf.GradientTape() as tape:
-        loss, _ = model(batch, training=True, dropout_seed=seed)
-      grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+      if per_example:  # masks keyed by each row's index in the global batch, however the batch is cut
+        rows = tf.shape(batch["input_ids"])[0]  # this replica's share of the global batch
+        first_row = tf.cast(ctx.replica_id_in_sync_group, tf.int32) * rows
+        key = step_key(self.seed, optimizer.iterations, DROPOUT_STREAM)
+
+      def micro_grads(part, i):
+        dropout_seed = RowKeyedSeed(key, first_row + i * (rows // k)) if per_example else seed
+        with tf.GradientTape() as tape:
+          loss, _ = model(part, training=True, dropout_seed=dropout_seed)
+        return [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)], loss
+
+      if k == 1:
+        grads, loss = micro_grads(batch, 0)
+      else:
+        grads, loss = accumulate(micro_grads, batch, k, ([tf.zeros_like(v) for v in variables], tf.zeros([])))
       if n_replicas > 1:
         grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
       grads, _ = clip_by_global_norm(grads, 1.0)
@@ -115,7 +144,11 @@ class Trainer:
           break
       return losses.stack(), rates.stack()
 
-    return train_loop
+    def run_loop(iterator, num_steps):
+      with accumulation_graph_options(k > 1):
+        return train_loop(iterator, num_steps)
+
+    return run_loop
 
   def train(self, arrays: dict, total_steps: int, steps_per_epoch: int,
             on_epoch_end: typing.Optional[typing.Callable[[int], dict]] = None,

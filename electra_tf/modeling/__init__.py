@@ -1,7 +1,7 @@
 """ELECTRA networks: layers (embeddings, transformer layer), the encoder, heads and the G/D pair."""
 
 from electra_tf.modeling.activations import gelu, get_activation
-from electra_tf.modeling.dropout import derive_seed, stateless_dropout
+from electra_tf.modeling.dropout import RowKeyedSeed, derive_seed, stateless_dropout
 from electra_tf.modeling.embeddings import ElectraEmbeddings
 from electra_tf.modeling.encoder import ElectraEncoder
 from electra_tf.modeling.heads import DiscriminatorHead, GeneratorHead

@@ -1,15 +1,39 @@
-"""Dropout driven by explicit stateless seeds.
+"""Dropout driven by explicit seeds: a stateless Philox ``[2]`` seed, or a per-example ``RowKeyedSeed``.
 
-Every random draw of a training step derives from one ``[2]`` int seed that the training loop owns, so
-a resumed run replays the same masks, replicas differ only by the seed they are handed, and XLA compiles
-the Philox generator instead of the slow stateful path (measured 7-10x slower on CPU).
+Every random draw of a training step derives from one seed that the training loop owns, so a resumed run
+replays the same masks and XLA compiles the generator instead of the slow stateful path (measured 7-10x
+slower on CPU).
+- ``[2]`` int seed (the default): Philox over the whole tensor; a replica's masks depend on its seed, so
+  they change with the replica count (and with ``use_xla``: TensorFlow's Philox draws differently there).
+- ``RowKeyedSeed``: each example's mask is keyed by (key, its global row) through ``keyed_random``, so the
+  masks of an example are the same whether it is computed in one batch, on any replica or in any
+  micro-batch of gradient accumulation (``per_example_dropout``).
+Both are inverted Bernoulli dropout with the same rate; only which numbers are drawn differs.
 """
 
 import tensorflow as tf
 
+from electra_tf.modeling import keyed_random
+
+
+class RowKeyedSeed:
+  """Per-example dropout seed: a uint32 scalar ``key`` and the global row of the batch's first example.
+
+  Created inside the compiled step (a Python object, not a tensor: never pass it across a tf.function).
+  """
+
+  def __init__(self, key, row_offset):
+    self.key = key
+    self.row_offset = row_offset
+
+  def fold(self, index: int) -> "RowKeyedSeed":
+    return RowKeyedSeed(keyed_random.fold_key(self.key, index), self.row_offset)
+
 
 def derive_seed(seed, index: int):
-  """A new ``[2]`` seed for site ``index`` of a computation seeded by ``seed``."""
+  """A new seed for site ``index`` of a computation seeded by ``seed`` (same kind as ``seed``)."""
+  if isinstance(seed, RowKeyedSeed):
+    return seed.fold(index)
   return tf.random.experimental.stateless_fold_in(seed, index)
 
 
@@ -19,8 +43,14 @@ def fresh_seed():
 
 
 def stateless_dropout(x, rate: float, seed):
-  """Inverted dropout as ``tf.nn.dropout``: zero with probability ``rate``, scale the rest by 1/(1-rate)."""
+  """Inverted dropout as ``tf.nn.dropout``: zero with probability ``rate``, scale the rest by 1/(1-rate).
+
+  ``x``: [B, ...] (rows are examples when ``seed`` is a ``RowKeyedSeed``)."""
   if rate <= 0.0:
     return x
-  keep = tf.random.stateless_uniform(tf.shape(x), seed=seed, alg="philox") >= rate
+  if isinstance(seed, RowKeyedSeed):
+    u = keyed_random.keyed_uniform(seed.key, tf.shape(x), seed.row_offset)
+  else:
+    u = tf.random.stateless_uniform(tf.shape(x), seed=seed, alg="philox")
+  keep = u >= rate
   return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros_like(x))

@@ -8,6 +8,12 @@ to save and a resumed run replays exactly what an uninterrupted one would do.
 Per step and replica: masking and loss normalisers use *global* counts (one all-reduce of three scalars),
 gradients are all-reduced, clipped to global norm 1.0 and applied; so N replicas with a global batch B give
 the one-device update of the same B (batch sizes are global, as in the reference).
+
+Gradient accumulation (``gradient_accumulation_steps`` k): each replica's batch is cut into k micro-batches
+run one after the other inside the compiled step; their gradients (computed with the global denominators
+and their rows' global offsets) are summed, then all-reduced, clipped and applied once. The optimizer, the
+schedule, checkpoints and ``iterations_per_loop`` count global steps; a step is never checkpointed half-done.
+Dropout is then keyed per example (``per_example_dropout``), so k micro-batches equal one batch.
 """
 
 import dataclasses
@@ -20,13 +26,13 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import fileio, runtime
-from electra_tf.configs import PretrainingConfig, pretraining_summary
+from electra_tf.configs import PretrainingConfig, pretraining_summary, uses_per_example_dropout
 from electra_tf.convert import load_pretrained_weights
 from electra_tf.errors import PretrainingError
-from electra_tf.modeling import derive_seed
-from electra_tf.optimization import clip_by_global_norm, create_optimizer
+from electra_tf.modeling import RowKeyedSeed, derive_seed
+from electra_tf.optimization import accumulate, accumulation_graph_options, clip_by_global_norm, create_optimizer
 from electra_tf.pretrain_data import inputs
-from electra_tf.pretraining import evaluation, masking, objective
+from electra_tf.pretraining import evaluation, masking, objective, random_ops
 from electra_tf.pretraining.collapse import CollapseGuard
 from electra_tf.pretraining.loss_scale import DynamicLossScale
 
@@ -60,10 +66,17 @@ class Trainer:
     special = special or masking.SpecialIds.from_vocab_file(cfg.vocab_file, cfg.vocab_size)
     runtime.set_precision_policy(cfg.mixed_precision)
     self.num_replicas = self.strategy.num_replicas_in_sync
+    self.accumulation = cfg.gradient_accumulation_steps
+    self.per_example_dropout = uses_per_example_dropout(cfg)
     for name, batch in (("train_batch_size", cfg.train_batch_size), ("eval_batch_size", cfg.eval_batch_size)):
       if batch % self.num_replicas:
         raise PretrainingError(f"{name} {batch} is not a multiple of the {self.num_replicas} replicas; "
                                "batch sizes are global: use a multiple")
+    replicas_x_micro = self.num_replicas * self.accumulation
+    if cfg.train_batch_size % replicas_x_micro:
+      raise PretrainingError(f"train_batch_size {cfg.train_batch_size} does not split into {self.num_replicas} "
+                             f"replicas x gradient_accumulation_steps {self.accumulation}; use a multiple of "
+                             f"{replicas_x_micro}")
     self.chief = runtime.is_chief(self.strategy)
     keras.utils.set_random_seed(cfg.seed)  # same initial weights for the same seed, in any topology
     with self.strategy.scope():
@@ -107,6 +120,25 @@ class Trainer:
   # -- steps -----------------------------------------------------------------------------------------------
 
   def _grads(self, features, step, row_offset, dens, dropout_seed):
+    """Gradients, losses and metric sums of this replica's batch: at once, or summed over
+    ``gradient_accumulation_steps`` micro-batches (rows ``row_offset + i * micro`` of the global batch)."""
+    k = self.accumulation
+    if k == 1:
+      return self._micro_grads(features, step, row_offset, dens, dropout_seed)
+    micro = tf.shape(features["input_ids"])[0] // k
+
+    def micro_step(part, i):
+      return self._micro_grads(part, step, row_offset + i * micro, dens, dropout_seed)
+
+    losses = objective.loss_names(self.model)
+    sums = [key for key in objective.train_log_keys(self.model) if key not in losses and key != "grad_norm"]
+    zeros = ([tf.zeros_like(v) for v in self.variables], {key: tf.zeros([]) for key in losses},
+             {key: tf.zeros(_value_shape(key)) for key in sums})
+    return accumulate(micro_step, features, k, zeros)
+
+  def _micro_grads(self, features, step, row_offset, dens, dropout_seed):
+    if self.per_example_dropout:  # masks keyed by each row's global index, as masking and sampling
+      dropout_seed = RowKeyedSeed(random_ops.step_key(self.cfg.seed, step, random_ops.DROPOUT), row_offset)
     with tf.GradientTape() as tape:
       out = self.model.forward(features, self.cfg.seed, step, training=True, row_offset=row_offset,
                                denominators=dens, dropout_seed=dropout_seed)
@@ -162,7 +194,7 @@ class Trainer:
     self._grads_fn = tf.function(self._grads, jit_compile=True) if jit else self._grads
     self._single_fn = tf.function(self._single_device_step, jit_compile=True) if jit else self._single_device_step
     strategy, keys = self.strategy, objective.train_log_keys(self.model)
-    shapes = {k: [evaluation.NUM_THRESHOLDS + 1] if k.startswith("auc_") else [] for k in keys}
+    shapes = {k: _value_shape(k) for k in keys}
 
     @tf.function
     def train_loop(iterator, num_steps):
@@ -179,8 +211,12 @@ class Trainer:
         done += 1
       return totals, done, bad_step
 
-    self._train_loop_fn = train_loop
-    return train_loop
+    def run_loop(iterator, num_steps):
+      with accumulation_graph_options(self.accumulation > 1):
+        return train_loop(iterator, num_steps)
+
+    self._train_loop_fn = run_loop
+    return run_loop
 
   # -- training --------------------------------------------------------------------------------------------
 
@@ -323,6 +359,11 @@ class Trainer:
                   + f"  (written to {path})")
       runtime.write_scalars(writer, step, metrics, prefix="eval/")
     return metrics
+
+
+def _value_shape(key: str) -> list:
+  """Shape of a per-step logged value: the AUC histograms are vectors, the rest scalars."""
+  return [evaluation.NUM_THRESHOLDS + 1] if key.startswith("auc_") else []
 
 
 def run(cfg: PretrainingConfig, log_fn=print, progress: bool = True, max_steps=None):
