@@ -146,9 +146,9 @@ class PretrainingConfig(RuntimeConfig):
   num_warmup_steps: int = field(10000, "steps of multiplicative warmup", min=0)
   adam_bias_correction: bool = field(False, "Adam's bias correction (not the reference's; steadies short "
                                      "runs, see docs/short_runs.md)")
-  short_run_recipe: bool = field(False, "set learning_rate, num_warmup_steps and adam_bias_correction from "
-                                 "num_train_steps by the measured short-run rule (on for --model-size tiny; "
-                                 "values you give win)")
+  short_run_recipe: bool = field(False, "set learning_rate, num_warmup_steps, adam_bias_correction and the "
+                                 "generator's temperature from num_train_steps by the measured short-run rule "
+                                 "(on for --model-size tiny; values you give win)")
 
   # loop
   iterations_per_loop: int = field(200, "steps per compiled call", min=1)
@@ -402,8 +402,8 @@ def pretraining_summary(cfg: PretrainingConfig) -> str:
                  f"FFN={gen.intermediate_size}{' x2 (two towers)' if towers == 2 else ''}  own params={g_own:,}"
                  f"{'' if cfg.untied_generator_embeddings else ' (embeddings shared with the discriminator)'}")
   if cfg.short_run_recipe:
-    lines.append(f"short-run recipe: learning_rate {cfg.learning_rate:g}, num_warmup_steps {cfg.num_warmup_steps}, "
-                 f"adam_bias_correction {str(cfg.adam_bias_correction).lower()} (docs/short_runs.md)")
+    used = {k: getattr(cfg, k) for k in presets.short_run_settings(cfg.num_train_steps)}
+    lines.append(f"short-run recipe: {presets.describe_short_run_settings(used)} (docs/short_runs.md)")
   note = presets.short_run_note(cfg)
   if note:
     lines.append(note)

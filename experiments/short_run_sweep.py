@@ -32,6 +32,7 @@ The data directory must hold the sample setup (``sample_data.ensure_sample_setup
 """
 
 import argparse
+import collections
 import json
 import logging
 import os
@@ -145,7 +146,8 @@ def steady_rate(curve):
 def pretrain_and_eval(data_dir: str, name: str, p: dict) -> dict:
   vocab_size = sample_data.vocab_size_of(os.path.join(data_dir, "vocab.txt"))
   hparams = presets.sample_pretraining_hparams(vocab_size, p["num_train_steps"])
-  hparams.update({h: p[h] for h in GENERATOR_KEYS.values() if h in p})
+  # A point without temp= samples at temperature 1, as every point did before the recipe took temperature 2.
+  hparams.update({"temperature": 1.0, **{h: p[h] for h in GENERATOR_KEYS.values() if h in p}})
   hparams.update(learning_rate=p["learning_rate"], num_warmup_steps=p["num_warmup_steps"],
                  adam_bias_correction=p["adam_bias_correction"], iterations_per_loop=25, num_eval_steps=20,
                  eval_every_steps=0)
@@ -215,12 +217,43 @@ def append_row(path: str, row: dict):
     os.fsync(f.fileno())
 
 
+def seed_accuracies(rows) -> dict:
+  """point name -> {fine-tuning seed: sst accuracy}, from the points' own rows and their extra-seed rows."""
+  out = collections.defaultdict(dict)
+  for r in rows:
+    if r.get("stage") == "seed":
+      out[r["point"]][r["finetune_seed"]] = r["sst_accuracy"]
+    elif "sst_accuracy" in r and r.get("stage") != "baseline":
+      out[r["name"]][r.get("finetune_seed", FINETUNE_SEED)] = r["sst_accuracy"]
+  return out
+
+
+def run_extra_seeds(args, points, seeds):
+  """Fine-tunes each finished point's model with the ``seeds`` it has no result for (one row per seed)."""
+  have = seed_accuracies(read_rows(args.out))
+  for p in points:
+    name = point_name(p)
+    if name not in have:
+      continue
+    for seed in seeds:
+      if seed in have[name]:
+        continue
+      log(f"todo: {name} fine-tuning seed {seed}")
+      if args.dry_run:
+        continue
+      row = {"name": f"{name}_ft{seed}", "stage": "seed", "point": name,
+             **finetune(args.data_dir, name, seed=seed), "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+      append_row(args.out, row)
+      log(f"{name}: sst dev accuracy {row['sst_accuracy']:.2f} with seed {seed} ({row['finetune_seconds']:.0f}s)")
+
+
 def run_points(args, points):
   done = {r["name"] for r in read_rows(args.out)}
   todo = [p for p in points if point_name(p) not in done]
   for p in points:
     log(f"{'skip (done)' if point_name(p) in done else 'todo'}: {point_name(p)}")
   if args.dry_run:
+    run_extra_seeds(args, points, args.finetune_seeds)
     return
   for i, p in enumerate(todo, 1):
     name = point_name(p)
@@ -234,11 +267,12 @@ def run_points(args, points):
     row["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     append_row(args.out, row)
     log(f"{name}: sst dev accuracy {row['sst_accuracy']:.2f} ({row['finetune_seconds']:.0f}s)")
+  run_extra_seeds(args, points, args.finetune_seeds)
 
 
 def run_baseline(args):
   done = {r["name"] for r in read_rows(args.out)}
-  for seed in BASELINE_SEEDS:
+  for seed in args.finetune_seeds or BASELINE_SEEDS:
     name = f"sw_random_init_seed{seed}"
     if name in done:
       log(f"skip (done): {name}")
@@ -255,12 +289,21 @@ def run_baseline(args):
 
 # ---- the table ---------------------------------------------------------------------------------------------
 
+def seeds_cell(accs: dict) -> str:
+  """``median m (lo-hi, n=k)`` over the fine-tuning seeds, or the single value."""
+  values = [accs[k] for k in sorted(accs)]
+  if len(values) < 2:
+    return "n=1"
+  return f"median {statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f}, n={len(values)})"
+
+
 def markdown_table(rows) -> str:
   base = [r for r in rows if r.get("stage") == "baseline"]
-  points = [r for r in rows if r.get("stage") != "baseline"]
+  points = [r for r in rows if r.get("stage") not in ("baseline", "seed")]
+  by_seed = seed_accuracies(rows)
   cols = [("stage", "{}"), ("learning_rate", "{:g}"), ("warmup", "{}"), ("BC", "{}"), ("steps", "{}"),
           ("disc_auc", "{:.4f}"), ("disc_auc_real", "{:.4f}"), ("disc_recall", "{:.4f}"),
-          ("disc_acc", "{:.4f}"), ("mlm_acc", "{:.4f}"), ("sst dev", "{:.2f}"), ("collapsed", "{}"),
+          ("disc_acc", "{:.4f}"), ("mlm_acc", "{:.4f}"), ("sst dev", "{:.2f}"), ("sst dev, seeds", "{}"), ("collapsed", "{}"),
           ("pretrain loop s", "{:.0f}"), ("pretrain wall s", "{}"), ("seq/s", "{:.1f}"), ("finetune s", "{:.0f}")]
   lines = ["| " + " | ".join(c for c, _ in cols) + " |", "|" + "---|" * len(cols)]
   for r in points:
@@ -268,7 +311,7 @@ def markdown_table(rows) -> str:
     values = [r["stage"] + (f" ({levers})" if levers else ""), r["learning_rate"],
               f"{100 * r['warmup_frac']:.0f}% ({r['num_warmup_steps']})", "on" if r["adam_bias_correction"] else "off",
               r["num_train_steps"], r["disc_auc"], r["disc_auc_real"], r["disc_recall"], r["disc_accuracy"],
-              r["masked_lm_accuracy"], r["sst_accuracy"], "**yes**" if collapsed(r) else "no", r["pretrain_loop_seconds"],
+              r["masked_lm_accuracy"], r["sst_accuracy"], seeds_cell(by_seed[r["name"]]), "**yes**" if collapsed(r) else "no", r["pretrain_loop_seconds"],
               f"{r['pretrain_seconds']:.0f}" + (" (resumed)" if r.get("resumed") else ""),
               r["pretrain_seq_per_sec"], r["finetune_seconds"]]
     lines.append("| " + " | ".join(fmt.format(v) for (_, fmt), v in zip(cols, values)) + " |")
@@ -298,12 +341,16 @@ def parse_args(argv=None):
   mode.add_argument("--baseline", action="store_true", help="fine-tune from random init, seeds 0, 1, 2")
   mode.add_argument("--table", action="store_true", help="print a markdown table of every row")
   p.add_argument("--steps", default="200,1500", help="Stage C run lengths (comma-separated)")
+  p.add_argument("--finetune-seeds", default="",
+                 help="fine-tuning seeds for each point, e.g. 0,1,2 (seed 0 is the point's own row; others "
+                      "are added to finished points too); with --baseline the random-init seeds")
   p.add_argument("--dry-run", action="store_true", help="list the points, run nothing")
   return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
   args = parse_args(argv)
+  args.finetune_seeds = [int(s) for s in args.finetune_seeds.split(",") if s.strip()]
   logging.basicConfig(level=logging.INFO, format="%(message)s")
   if args.table:
     print(markdown_table(read_rows(args.out)), end="")

@@ -164,15 +164,20 @@ def test_tiny_preset_applies_the_short_run_rule_and_given_values_win():
   assert (disc.hidden_size, disc.num_hidden_layers, disc.num_attention_heads, disc.intermediate_size,
           disc.embedding_size) == (128, 3, 2, 512, 128)
   assert cfg.generator_config().hidden_size == 64 and cfg.train_batch_size == 32 and cfg.use_xla
-  assert (cfg.learning_rate, cfg.num_warmup_steps, cfg.adam_bias_correction) == (
-      presets.SHORT_RUN_LR, 80, presets.SHORT_RUN_BIAS_CORRECTION)
+  assert (cfg.learning_rate, cfg.num_warmup_steps, cfg.adam_bias_correction, cfg.temperature) == (
+      presets.SHORT_RUN_LR, 80, presets.SHORT_RUN_BIAS_CORRECTION, presets.SHORT_RUN_TEMPERATURE)
   mine = PretrainingConfig.create("t", "/d", preset="tiny", num_train_steps=800, learning_rate=1e-4,
-                                  num_warmup_steps=5)
-  assert (mine.learning_rate, mine.num_warmup_steps, mine.adam_bias_correction) == (1e-4, 5, True)
-  assert "short-run recipe: learning_rate 0.0003, num_warmup_steps 80" in pretraining_summary(cfg)
+                                  num_warmup_steps=5, temperature=1.0)
+  assert (mine.learning_rate, mine.num_warmup_steps, mine.adam_bias_correction, mine.temperature) == (
+      1e-4, 5, True, 1.0)
+  assert ("short-run recipe: learning_rate 0.0003, num_warmup_steps 80, adam_bias_correction true, temperature 2 "
+          in pretraining_summary(cfg))
+  assert "temperature 1 " in pretraining_summary(mine)
   # reference sizes keep the reference's recipe; a run shorter than its warmup gets a note instead
   small = PretrainingConfig.create("s", "/d", preset="small", num_train_steps=2000)
-  assert (small.learning_rate, small.num_warmup_steps, small.adam_bias_correction) == (5e-4, 10000, False)
+  assert (small.learning_rate, small.num_warmup_steps, small.adam_bias_correction, small.temperature) == (
+      5e-4, 10000, False, 1.0)
   assert "num_train_steps 2000 is shorter than num_warmup_steps 10000" in pretraining_summary(small)
-  assert '"short_run_recipe": true} sets learning_rate 0.0003, num_warmup_steps 200' in pretraining_summary(small)
+  assert ('"short_run_recipe": true} sets learning_rate 0.0003, num_warmup_steps 200, adam_bias_correction true, '
+          'temperature 2' in pretraining_summary(small))
   assert "note:" not in pretraining_summary(PretrainingConfig.create("s", "/d", preset="small"))

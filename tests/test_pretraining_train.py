@@ -58,8 +58,8 @@ def test_short_run_recipe_learns_on_real_text_without_collapse(small_vocab_dir):
   from electra_tf.configs import PretrainingConfig
   cfg = _learning_config(small_vocab_dir, "short_run", short_run_recipe=True)
   given = PretrainingConfig.create("x", "", short_run_recipe=True, num_train_steps=400)
-  assert (cfg.learning_rate, cfg.num_warmup_steps, cfg.adam_bias_correction) == (
-      given.learning_rate, given.num_warmup_steps, given.adam_bias_correction)  # the rule, not tiny_hparams'
+  assert (cfg.learning_rate, cfg.num_warmup_steps, cfg.adam_bias_correction, cfg.temperature) == (
+      given.learning_rate, given.num_warmup_steps, given.adam_bias_correction, 2.0)  # the rule, not tiny_hparams'
   lines = []
   from electra_tf.pretraining import trainer
   t = trainer.Trainer(cfg, progress=False, log_fn=lines.append)
