@@ -155,3 +155,15 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path)
     f.write(json.dumps({**rows[1], "name": "sw_lr3e-4_wu10_bc1_s600_temp2", "stage": "custom",
                         "temperature": 2.0}) + "\n")
   assert "| custom (temperature 2) | 0.0003 | 10% (60) | on | 600 |" in run("--table")
+  # extra fine-tuning seeds: planned for finished points only, then summarised in the table
+  seeds = run("--points", "lr=3e-4,bc=1,steps=600,temp=2;lr=1e-3,bc=1,steps=600,temp=2", "--finetune-seeds",
+              "0,1,2", "--dry-run")
+  assert "todo: sw_lr3e-4_wu10_bc1_s600_temp2 fine-tuning seed 1" in seeds and "seed 2" in seeds
+  assert "fine-tuning seed 0" not in seeds and "sw_lr1e-3_wu10_bc1_s600_temp2 fine-tuning" not in seeds
+  with open(out, "a", encoding="utf-8") as f:
+    for seed, acc in ((1, 74.8), (2, 75.5)):
+      f.write(json.dumps({"name": f"sw_lr3e-4_wu10_bc1_s600_temp2_ft{seed}", "stage": "seed",
+                          "point": "sw_lr3e-4_wu10_bc1_s600_temp2", "finetune_seed": seed, "sst_accuracy": acc,
+                          "finetune_seconds": 60.0}) + "\n")
+  table = run("--table")
+  assert "| 76.00 | median 75.5 (74.8-76.0, n=3) |" in table and table.count("| n=1 |") == 2
