@@ -120,6 +120,21 @@ def test_mirrored_two_replicas_with_accumulation_equal_one_device(wiki_dir):
   assert out["max_difference"] < ATOL, out
 
 
+@pytest.mark.slow
+def test_electra_small_accumulates_over_several_loop_calls(wiki_dir):
+  """The smallest model where TensorFlow's grappler bug shows: with the arithmetic optimizer on, the second
+  call of an accumulating loop fails with AlreadyExistsError (a tmp_var of its rewritten gradient sums);
+  ``accumulation_graph_options`` turns it off around the calls. Tiny models do not trigger it."""
+  from electra_tf.configs import PretrainingConfig
+  from electra_tf.pretraining import trainer
+  cfg = PretrainingConfig.create("small_acc", str(wiki_dir), preset="small", max_seq_length=32, train_batch_size=4,
+                                 eval_batch_size=4, num_train_steps=4, iterations_per_loop=2, num_warmup_steps=0,
+                                 save_checkpoints_steps=4, gradient_accumulation_steps=2)
+  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
+  assert t.train().step == 4 and int(t.optimizer.iterations.numpy()) == 4
+  assert tf.config.optimizer.get_experimental_options().get("arithmetic_optimization", True)  # restored
+
+
 def test_a_batch_that_does_not_split_is_one_error_line(wiki_dir, capsys):
   from electra_tf.cli import pretrain
   code = pretrain.main(["--data-dir", str(wiki_dir), "--model-name", "x", "--hparams",
