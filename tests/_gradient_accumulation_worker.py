@@ -1,9 +1,10 @@
 """Subprocess body of the accumulation test under MirroredStrategy (two logical CPUs, set before TF starts).
 
-  python _gradient_accumulation_worker.py DATA_DIR
-Trains a tiny ELECTRA (dropout on) 10 steps of a global batch of 16 twice: on one device in one batch with
-per-example dropout, and on two replicas with 2 micro-batches each. Prints (last stdout line)
-{"replicas": [1, 2], "max_difference": max |weight difference|}.
+  python _gradient_accumulation_worker.py DATA_DIR pretraining|finetuning
+pretraining: trains a tiny ELECTRA (dropout on) 10 steps of a global batch of 16 twice: on one device in one
+batch with per-example dropout, and on two replicas with 2 micro-batches each. finetuning: a tiny model on
+sst, 8 steps of 8, dropout on, the same two ways (one job per process: two MirroredStrategy runs in one
+process mix up their collectives). Prints (last stdout line) {"max_difference": max |weight difference|}.
 """
 
 import json
@@ -14,9 +15,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def main(data_dir):
-  from conftest import TINY_MODEL, use_two_logical_cpus
+def main(data_dir, job):
+  from conftest import use_two_logical_cpus
   use_two_logical_cpus()
+  diff = pretraining_difference(data_dir) if job == "pretraining" else finetuning_difference(data_dir)
+  print(json.dumps({"max_difference": diff}))
+
+
+def pretraining_difference(data_dir):
+  from conftest import TINY_MODEL
   import numpy as np
   import _pretraining_testlib as lib
   from electra_tf.configs import PretrainingConfig
@@ -28,13 +35,43 @@ def main(data_dir):
                           gradient_accumulation_steps=accumulation, per_example_dropout=True)
     t = trainer.Trainer(PretrainingConfig.create(name, data_dir, **hp), progress=False, log_fn=lambda *_: None)
     t.train()
-    return t.num_replicas, [v.numpy() for v in t.variables]
+    assert t.num_replicas == (2 if strategy == "mirrored" else 1) and t.step_var.numpy() == 10
+    return [v.numpy() for v in t.variables]
 
-  n_one, single = train("ga_single", "one_device", 1)
-  n_two, mirrored = train("ga_mirrored", "mirrored", 2)
-  diff = max(float(np.abs(a - b).max()) for a, b in zip(single, mirrored))
-  print(json.dumps({"replicas": [n_one, n_two], "max_difference": diff}))
+  single = train("ga_single", "one_device", 1)
+  mirrored = train("ga_mirrored", "mirrored", 2)
+  return max(float(np.abs(a - b).max()) for a, b in zip(single, mirrored))
+
+
+def finetuning_difference(data_dir):
+  import pathlib
+  import numpy as np
+  import tensorflow as tf
+  from electra_tf.finetuning.run import FinetuningData
+  from electra_tf.finetuning.tasks import get_tasks
+  from electra_tf.finetuning.trainer import Trainer, num_train_steps
+  from electra_tf.tokenization import load_tokenizer
+  from tests._finetuning_testlib import tiny_config, tsv, write
+  root, vocab = pathlib.Path(data_dir) / "ga_finetuning", pathlib.Path(data_dir) / "vocab.txt"
+  write(root / "finetuning_data/sst/train.tsv", tsv([["sentence", "label"]] + [
+      [f"{'a great film' if i % 2 else 'dull and slow'} number {i}", i % 2] for i in range(32)]))
+  tokenizer = load_tokenizer(vocab, True)
+
+  def train(accumulation, strategy):
+    cfg = tiny_config(root, ["sst"], vocab, train_batch_size=8, num_train_epochs=2.0, learning_rate=1e-3,
+                      gradient_accumulation_steps=accumulation, per_example_dropout=True)
+    tasks = get_tasks(cfg, tokenizer)
+    arrays = FinetuningData(cfg, tasks).train_arrays()
+    steps = num_train_steps(len(arrays["task_id"]), 8, 2.0)
+    trainer = Trainer(cfg, tasks, strategy, seed=0)
+    trainer.train(arrays, steps, steps // 2, progress=False)
+    assert trainer.strategy.num_replicas_in_sync == (2 if accumulation == 2 else 1)
+    return {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
+
+  one = train(1, tf.distribute.OneDeviceStrategy("/cpu:0"))
+  two = train(2, tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+  return max(float(np.abs(one[n] - two[n]).max()) for n in one)
 
 
 if __name__ == "__main__":
-  main(sys.argv[1])
+  main(*sys.argv[1:3])
