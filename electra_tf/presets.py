@@ -125,7 +125,7 @@ def sample_finetuning_hparams(vocab_size: int) -> dict:
 
 def sample_pretraining_hparams(vocab_size: int, num_train_steps: int = SAMPLE_PRETRAIN_STEPS) -> dict:
   """The sample pre-training run: the tiny preset (batch 32 x 128 tokens, the short-run recipe) with
-  checkpoints and held-out evaluations at each quarter."""
+  checkpoints at each quarter and a held-out evaluation half-way (the main job evaluates the end itself)."""
   return {**sample_model_hparams(vocab_size), "num_train_steps": num_train_steps, "iterations_per_loop": 25,
           "save_checkpoints_steps": max(25, num_train_steps // 4), "num_eval_steps": 20,
-          "eval_every_steps": max(25, num_train_steps // 4)}
+          "eval_every_steps": max(25, num_train_steps // 2)}

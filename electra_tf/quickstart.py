@@ -70,11 +70,13 @@ def run(args) -> dict:
   if args.quick:
     hparams.update(iterations_per_loop=10, save_checkpoints_steps=10, eval_every_steps=15, num_eval_steps=2)
   cfg = PretrainingConfig.create(presets.SAMPLE_MODEL_NAME, str(root), **hparams)
-  if trainer.run(cfg, progress=not args.no_progress).status == "interrupted":
+  pretrainer = trainer.Trainer(cfg, progress=not args.no_progress)
+  if pretrainer.train().status == "interrupted":
     print("stopped during pre-training; rerun the same command to resume", flush=True)
     return None
-  trainer.run(PretrainingConfig.create(presets.SAMPLE_MODEL_NAME, str(root), **hparams, do_train=False,
-                                       do_eval=True), progress=False)
+  # The held-out evaluation run_pretraining.py's do_eval makes, on the model in memory: a second process
+  # would build and compile everything again (a minute of the budget).
+  pretrainer.evaluate()
 
   print("== 3/4 fine-tuning on sst (Rotten Tomatoes): pre-trained vs. from random weights", flush=True)
   ft = presets.sample_finetuning_hparams(vocab_size)

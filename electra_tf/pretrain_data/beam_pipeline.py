@@ -28,6 +28,8 @@ import tempfile
 import time
 import uuid
 
+import tensorflow as tf
+
 from electra_tf import fileio, tokenization
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build
@@ -117,7 +119,6 @@ def _shard_name(split, shard, shard_counts):
 
 def _write_shard(shard_and_records, tmp_dir, shard_counts):
   """Writes one shard file, its examples in corpus order; -> (split, name, records, tokens, sha256)."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   (split, shard), records = shard_and_records
   records = sorted(records, key=lambda r: r[0])
   name = _shard_name(split, shard, shard_counts)
@@ -131,7 +132,6 @@ def _write_shard(shard_and_records, tmp_dir, shard_counts):
 def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, num_pieces, settings):
   """Writes the shards no example went to (empty files, as the local builder leaves them) and then
   ``metadata.json``, the mark of a complete build."""
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
   stats = corpus_lib.CorpusStats()
   for _, s in sorted(unit_stats, key=lambda item: item[0]):  # corpus order, as the local builder lists them
     stats.files_read += s.files_read
