@@ -145,11 +145,15 @@ def test_export_savedmodel_qa(tmp_path, capsys):
              if first <= start_idx[row, i] <= end_idx[row, i, j] <= last
              and end_idx[row, i, j] - start_idx[row, i] < max_answer]
     best = max(score for score, _, _ in spans)
-    # An untrained head scores many spans alike: the served span must be one of the best (float ties allowed).
-    tied = {(s, e) for score, s, e in spans if score >= best - 1e-4}
+    # An untrained head scores many spans alike, and logits within 1e-4 can swap which positions make the top
+    # k: the served span must be a valid context span scoring the best, and one of the best if it is among
+    # the in-process candidates.
+    candidates = {(s, e): score for score, s, e in spans}
     served = (out["start"][row], out["end"][row])
-    assert served in tied, (served, sorted(tied))
-    assert abs(out["score"][row] - best) <= 1e-4
+    assert first <= served[0] <= served[1] <= last and served[1] - served[0] < max_answer, served
+    if served in candidates:
+      assert candidates[served] >= best - 1e-4, (served, candidates[served], best)
+    assert abs(out["score"][row] - best) <= 1e-4, (served, out["score"][row], best)
     tokens = ["[CLS]"] + q + ["[SEP]"] + c + ["[SEP]"]
     expected = " ".join(tokens[served[0]:served[1] + 1]).replace(" ##", "")
     assert out["answer"][row].decode() == (expected if out["has_answer"][row] else "")
