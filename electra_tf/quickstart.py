@@ -74,7 +74,7 @@ def run(args) -> dict:
   if pretrainer.train().status == "interrupted":
     print("stopped during pre-training; rerun the same command to resume", flush=True)
     return None
-  # The held-out evaluation run_pretraining.py's do_eval makes, on the model in memory: a second process
+  # The held-out evaluation run_pretraining.py's do_eval makes, on the model in memory: a second trainer
   # would build and compile everything again (a minute of the budget).
   pretrainer.evaluate()
 
