@@ -35,6 +35,7 @@ def _finetuned_checkpoint(folder, task, head_type, num_outputs):
   vocab.write_text("\n".join(SPECIAL + list(WORDS)) + "\n")
   config = FinetuningConfig.create(task_names=[task])
   spec = types.SimpleNamespace(name=task, head_type=head_type, num_outputs=num_outputs, config=config)
+  tf.keras.utils.set_random_seed(0)  # the same weights whatever ran before in this process
   model = FinetuningModel(CONFIG, [spec])
   model.build(None)
   rng = np.random.default_rng(0)

@@ -249,7 +249,10 @@ class ServingModule(tf.Module):
     end_lp, end_idx = out["end_top_log_probs"], out["end_top_index"]           # [B, k, k]
     scores = start_lp[:, :, None] + end_lp
     starts = tf.broadcast_to(start_idx[:, :, None], tf.shape(end_idx))
-    context_token = tf.cast(segment_ids, tf.bool) & tf.cast(input_mask, tf.bool)
+    # The context's word pieces: segment 1 without its closing [SEP], which the reference's token_to_orig_map
+    # leaves out, so no answer may start or end there.
+    context_token = (tf.cast(segment_ids, tf.bool) & tf.cast(input_mask, tf.bool)
+                     & tf.not_equal(input_ids, self.sep_id))
     valid = ((end_idx >= starts) & (end_idx - starts + 1 <= cfg.max_answer_length)
              & tf.gather(context_token, starts, batch_dims=1) & tf.gather(context_token, end_idx, batch_dims=1))
     scores = tf.where(valid, scores, tf.fill(tf.shape(scores), -1e9))
