@@ -290,7 +290,7 @@ def run_baseline(args):
 # ---- the table ---------------------------------------------------------------------------------------------
 
 def seeds_cell(accs: dict) -> str:
-  """``median m (lo-hi, n=k)`` over the fine-tuning seeds, or the single value."""
+  """``median m (lo-hi, n=k)`` over the fine-tuning seeds; ``n=1`` when there is one (its value is the sst dev column)."""
   values = [accs[k] for k in sorted(accs)]
   if len(values) < 2:
     return "n=1"
