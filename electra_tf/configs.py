@@ -311,6 +311,9 @@ class FinetuningConfig(RuntimeConfig):
   # paths
   vocab_file: typing.Optional[str] = field(None, "vocab (default models/<model>/vocab.txt, else vocab.txt)")
   init_checkpoint: typing.Optional[str] = field(None, "checkpoint to start from (default models/<model>)")
+  reinit_embeddings: bool = field(False, "keep the encoder's embedding layer (word, position and token-type "
+                                  "embeddings, their LayerNorm) at its fresh initialisation instead of loading "
+                                  "it from init_checkpoint; for short pre-training runs (docs/short_runs.md)")
   raw_data_dir: typing.Optional[str] = field(None, "default <data_dir>/finetuning_data")
 
   # additions of this port

@@ -109,3 +109,24 @@ def test_qa_head_beam_outputs(tmp_path, bert_vocab, tokenizer):
   # training uses the gold start; the loss includes the answerable term
   loss, outs = model(feats, training=True, dropout_seed=tf.constant([0, 0]))
   assert np.isfinite(float(loss)) and float(loss) > 0
+
+
+@pytest.mark.parametrize("reinit", [False, True])
+def test_reinit_embeddings_keeps_the_fresh_embedding_layer(tmp_path, bert_vocab, tokenizer, reinit):
+  from electra_tf.convert.checkpoints import write_tf1
+  from electra_tf.finetuning.run import load_encoder
+  _, _, source = _model(tmp_path, ["rte"], bert_vocab, tokenizer)
+  prefix = write_tf1(str(tmp_path / "ckpt"), {n: v.numpy() for n, v in source.reference_variables().items()
+                                              if n.startswith("electra/")})
+  _, _, target = _model(tmp_path, ["rte"], bert_vocab, tokenizer)
+  fresh = {n: v.numpy() for n, v in target.reference_variables().items()}
+  load_encoder(target, prefix, reinit_embeddings=reinit)
+  expected_source = {n for n in fresh if n.startswith("electra/")}
+  if reinit:
+    expected_source = {n for n in expected_source if not n.startswith("electra/embeddings/")}
+    assert len(fresh) - len(expected_source) > 5  # the embedding tables, their LayerNorm and the head stay fresh
+  for name, variable in target.reference_variables().items():
+    want = source.reference_variables()[name].numpy() if name in expected_source else fresh[name]
+    np.testing.assert_array_equal(variable.numpy(), want, err_msg=name)
+    if name.endswith("_embeddings") or name.endswith("kernel"):  # the two models' draws differ
+      assert not np.array_equal(fresh[name], source.reference_variables()[name].numpy()), name

@@ -37,13 +37,15 @@ def test_every_stage_leaves_its_outputs(quick_run):
   model = root / "models" / "electra_sample"
   assert (model / "checkpoint").exists() and list(model.glob("ckpt-30.index"))
   assert list((model / "train").glob("events.out.tfevents.*"))
-  assert "sst dev accuracy, 1 fine-tuning seed(s) each: pre-trained ELECTRA median" in stdout
+  assert ("sst dev accuracy, 1 fine-tuning seed(s) each: pre-trained ELECTRA (its encoder layers; embedding layer "
+          "fresh) median") in stdout
   # The report prints what the summary holds: medians and ranges of the per-seed values, the majority class,
   # the held-out metrics, and the verdict with the medians' gap.
   summary = json.loads((root / "quickstart_summary.json").read_text())
   per_seed, majority = summary["dev_accuracy_per_seed"], summary["dev_accuracy"]["majority"]
   spread = lambda v: f"median {statistics.median(v):.1f} (range {min(v):.1f}-{max(v):.1f}, n={len(v)})"
-  assert (f"pre-trained ELECTRA {spread(per_seed['pretrained'])}  |  same network without pre-training "
+  assert summary["finetuning_reinit_embeddings"] is True
+  assert (f"embedding layer fresh) {spread(per_seed['pretrained'])}  |  same network without pre-training "
           f"{spread(per_seed['no_pretraining'])}  |  majority class {majority:.1f}") in stdout
   heldout = summary["heldout_pretraining_metrics"]
   assert (f"pre-training (held-out, step 30): disc_auc_real {heldout['disc_auc_real']:.3f} (the reference's "

@@ -74,6 +74,30 @@ def resolve_init_checkpoint(config) -> typing.Optional[str]:
   return path
 
 
+EMBEDDING_LAYER_PREFIX = "electra/embeddings/"
+
+
+def load_encoder(model, init_checkpoint: str, reinit_embeddings: bool = False):
+  """Loads ``init_checkpoint`` into ``model`` (its heads stay fresh). With ``reinit_embeddings`` the
+  embedding layer keeps the values it was initialised with: after a short pre-training run the learned
+  position and token-type embeddings slow fine-tuning down more than the learned layers help it
+  (docs/short_runs.md)."""
+  fresh = {}
+  if reinit_embeddings:
+    fresh = {n: (v, v.numpy()) for n, v in model.reference_variables().items()
+             if n.startswith(EMBEDDING_LAYER_PREFIX)}
+  report = load_pretrained_weights(init_checkpoint, model)
+  log.info(report.summary())
+  encoder_missing = [n for n in report.missing if n.startswith("electra/")]
+  if encoder_missing:
+    raise DataError(init_checkpoint, None, f"checkpoint lacks {len(encoder_missing)} encoder weights "
+                    f"(e.g. {encoder_missing[0]}); is it the right model size?")
+  for variable, value in fresh.values():
+    variable.assign(value)
+  if fresh:
+    log.info("reinit_embeddings: %d embedding-layer weights kept at their initialisation", len(fresh))
+
+
 class FinetuningRun:
   """One invocation: tasks, data, strategy and the trial loop."""
 
@@ -136,12 +160,7 @@ class FinetuningRun:
     seed = cfg.seed + trial - 1
     trainer = Trainer(cfg, self.tasks, self.strategy, seed)
     if self.init_checkpoint:
-      report = load_pretrained_weights(self.init_checkpoint, trainer.model)
-      log.info(report.summary())
-      encoder_missing = [n for n in report.missing if n.startswith("electra/")]
-      if encoder_missing:
-        raise DataError(self.init_checkpoint, None, f"checkpoint lacks {len(encoder_missing)} encoder weights "
-                        f"(e.g. {encoder_missing[0]}); is it the right model size?")
+      load_encoder(trainer.model, self.init_checkpoint, cfg.reinit_embeddings)
     results = {"trial": trial, "seed": seed}
     model_dir = self.model_dir(trial)
     if cfg.do_train:
