@@ -74,6 +74,7 @@ def test_metrics_are_present_and_finite(quick_run):
     assert len(per_seed[key]) == 1 and accuracy[key] == per_seed[key][0]
   assert summary["pretrained_ahead_beyond_seed_spread"] == (min(per_seed["pretrained"]) >
                                                             max(per_seed["no_pretraining"]))
+  assert summary["seeds_where_pretrained_is_ahead"] == int(per_seed["pretrained"][0] > per_seed["no_pretraining"][0])
   dev = (root / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()
   labels = [row.split("\t")[-1] for row in dev[1:]]
   assert dev[0].split("\t")[-1] == "label" and set(labels) == {"0", "1"}
