@@ -28,6 +28,9 @@ resumes from its last checkpoint. Rerunning the same command therefore continues
   5. summary   medians, ranges, exact two-sided Mann-Whitney U per task and pair; summary.json, summary.md
                and plots/paper_claim.png under ``<work>``.
 
+``--reinit-embeddings`` reruns stages 4-5 with the pre-trained models' embedding layer left fresh (the main
+job's fine-tuning; the same pre-trained models, random-weights trials shared), written as ``summary_reinit.*``.
+
 The model is the tiny preset (``presets.sample_pretraining_hparams``), recipe included, read at run time, so the
 experiment follows the preset; ``--temperature`` overrides ELECTRA's sampling temperature.
 """
@@ -315,9 +318,9 @@ def finetune_hparams(args, vocab_size: int, task: str) -> dict:
   return hp
 
 
-def finetune(args, vocab_size, task, method, init_checkpoint, seed, name) -> dict:
+def finetune(args, vocab_size, task, method, init_checkpoint, seed, name, reinit_embeddings=False) -> dict:
   lib_task, metric, _ = TASKS[task]
-  hp = finetune_hparams(args, vocab_size, task)
+  hp = {**finetune_hparams(args, vocab_size, task), "reinit_embeddings": reinit_embeddings}
   cfg = FinetuningConfig.create(name, args.data_dir, **hp, init_checkpoint=init_checkpoint, seed=seed,
                                 num_trials=1)
   start = time.time()
@@ -326,7 +329,7 @@ def finetune(args, vocab_size, task, method, init_checkpoint, seed, name) -> dic
   shutil.rmtree(cfg.model_dir, ignore_errors=True)  # results are kept in the stage file
   return {"task": task, "method": method, "seed": seed, "metric": metric,
           "value": float(results[lib_task][metric]), "all": {k: float(v) for k, v in results[lib_task].items()},
-          "seconds": round(seconds, 1), "init_checkpoint": init_checkpoint}
+          "seconds": round(seconds, 1), "init_checkpoint": init_checkpoint, "reinit_embeddings": reinit_embeddings}
 
 
 # ---- stages 2-4 --------------------------------------------------------------------------------------------
@@ -399,8 +402,9 @@ def stage_finetune(args, vocab_size, runs) -> dict:
         init = runs[method]["model_dir"] if method in runs else "none"
         name = f"ft_{task}_{method}_seed{seed}"
         source = runs[method]["name"] if method in runs else "none"
-        trials[task][method].append(unit(args, f"finetune_{task}_{source}_seed{seed}", finetune, args, vocab_size,
-                                         task, method, init, seed, name))
+        reinit = args.reinit_embeddings and method in runs  # random weights are the same either way
+        trials[task][method].append(unit(args, f"finetune_{task}_{source}_seed{seed}{'_reinit' if reinit else ''}",
+                                         finetune, args, vocab_size, task, method, init, seed, name, reinit))
   return trials
 
 
@@ -520,6 +524,8 @@ def markdown(summary) -> str:
             f"would give {c['wallclock_equal_mlm_steps']} ({100 * (c['wallclock_over_flops_steps'] - 1):+.0f}%); "
             f"per step ELECTRA/MLM = {c['flops_ratio_electra_over_mlm_per_step']:.2f}x FLOPs, "
             f"{c['time_ratio_electra_over_mlm_per_step']:.2f}x time", ""]
+  lines += [("fine-tuning of the pre-trained models: encoder layers only, a fresh embedding layer (reinit_embeddings)"
+             if summary["args"].get("reinit_embeddings") else "fine-tuning: every weight loaded (the reference)"), ""]
   lines += ["| task | method | n | median | range | std | per seed |", "|---|---|---|---|---|---|---|"]
   for task, f in summary["finetuning"].items():
     for m, s in f.items():
@@ -571,6 +577,10 @@ def parse_args(argv=None):
   p.add_argument("--first-seed", type=int, default=1)
   p.add_argument("--ft-epochs", type=float, default=2.0)
   p.add_argument("--ft-max-seq-length", type=int, default=0, help="cap the per-task length (0 = sst 64, pos 128)")
+  p.add_argument("--reinit-embeddings", action="store_true",
+                 help="stage 4 fine-tunes the pre-trained models with reinit_embeddings (their encoder layers, a "
+                      "fresh embedding layer; docs/short_runs.md) into *_reinit stage files and summary_reinit.*; "
+                      "the LR sweep keeps the reference's fine-tuning")
   args = p.parse_args(argv)
   args.sweep_lrs = [float(x) for x in args.sweep_lrs.split(",") if x.strip()]
   args.tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -619,15 +629,16 @@ def main(argv=None) -> int:
     return 0
   summary = summarize(args, data, sweep, pre, trials)
   os.makedirs(os.path.join(args.work_dir, "plots"), exist_ok=True)
-  summary["plot"] = os.path.join(args.work_dir, "plots", "paper_claim.png")
+  suffix = "_reinit" if args.reinit_embeddings else ""
+  summary["plot"] = os.path.join(args.work_dir, "plots", f"paper_claim{suffix}.png")
   plot(summary, summary["plot"])
   summary["script_seconds_this_invocation"] = round(time.time() - started, 1)
-  write_json(os.path.join(args.work_dir, "summary.json"), summary)
+  write_json(os.path.join(args.work_dir, f"summary{suffix}.json"), summary)
   table = markdown(summary)
-  with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
+  with open(os.path.join(args.work_dir, f"summary{suffix}.md"), "w", encoding="utf-8") as f:
     f.write(table)
   print(table, end="", flush=True)
-  log(f"summary: {os.path.join(args.work_dir, 'summary.json')}, {summary['plot']}")
+  log(f"summary: {os.path.join(args.work_dir, f'summary{suffix}.json')}, {summary['plot']}")
   return 0
 
 

@@ -167,3 +167,18 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path)
                           "finetune_seconds": 60.0}) + "\n")
   table = run("--table")
   assert "| 76.00 | median 75.5 (74.8-76.0, n=3) |" in table and table.count("| n=1 |") == 2
+
+  # --reinit-embeddings reruns only the pre-trained models' fine-tuning (random weights are shared)
+  reinit = subprocess.run(cmd + ["--reinit-embeddings", "--tasks", "sst"], cwd=str(REPO_ROOT), env=env,
+                          capture_output=True, text=True, timeout=600)
+  assert reinit.returncode == 0, reinit.stdout[-3000:] + reinit.stderr[-3000:]
+  assert reinit.stdout.count("] run: finetune_sst_") == 4 and "_reinit" in reinit.stdout
+  summary_reinit = json.loads((work / "summary_reinit.json").read_text())
+  assert summary_reinit["finetuning"]["sst"]["none"] == summary["finetuning"]["sst"]["none"]
+  stages = work / "stages"
+  for method in ("electra", "mlm"):
+    for seed in (1, 2):
+      unit = json.loads(next(stages.glob(f"finetune_sst_*{method}*_seed{seed}_reinit.json")).read_text())
+      assert unit["reinit_embeddings"] is True
+  assert "encoder layers only, a fresh embedding layer" in (work / "summary_reinit.md").read_text()
+  assert "every weight loaded" in (work / "summary.md").read_text()
