@@ -118,6 +118,21 @@ def test_paper_claim_quick(tmp_path, data_dir):
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= 1 + 8 + 2 + 12
 
+  # --reinit-embeddings reruns only the pre-trained models' fine-tuning (random weights are shared)
+  reinit = subprocess.run(cmd + ["--reinit-embeddings", "--tasks", "sst"], cwd=str(REPO_ROOT), env=env,
+                          capture_output=True, text=True, timeout=600)
+  assert reinit.returncode == 0, reinit.stdout[-3000:] + reinit.stderr[-3000:]
+  assert reinit.stdout.count("] run: finetune_sst_") == 4 and "_reinit" in reinit.stdout
+  summary_reinit = json.loads((work / "summary_reinit.json").read_text())
+  assert summary_reinit["finetuning"]["sst"]["none"] == summary["finetuning"]["sst"]["none"]
+  stages = work / "stages"
+  for method in ("electra", "mlm"):
+    for seed in (1, 2):
+      unit = json.loads(next(stages.glob(f"finetune_sst_*{method}*_seed{seed}_reinit.json")).read_text())
+      assert unit["reinit_embeddings"] is True
+  assert "encoder layers only, a fresh embedding layer" in (work / "summary_reinit.md").read_text()
+  assert "every weight loaded" in (work / "summary.md").read_text()
+
 
 def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path):
   """experiments/short_run_sweep.py: Stage A's 8 points, Stage B from the two best A rows, resumable."""
@@ -167,18 +182,3 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path)
                           "finetune_seconds": 60.0}) + "\n")
   table = run("--table")
   assert "| 76.00 | median 75.5 (74.8-76.0, n=3) |" in table and table.count("| n=1 |") == 2
-
-  # --reinit-embeddings reruns only the pre-trained models' fine-tuning (random weights are shared)
-  reinit = subprocess.run(cmd + ["--reinit-embeddings", "--tasks", "sst"], cwd=str(REPO_ROOT), env=env,
-                          capture_output=True, text=True, timeout=600)
-  assert reinit.returncode == 0, reinit.stdout[-3000:] + reinit.stderr[-3000:]
-  assert reinit.stdout.count("] run: finetune_sst_") == 4 and "_reinit" in reinit.stdout
-  summary_reinit = json.loads((work / "summary_reinit.json").read_text())
-  assert summary_reinit["finetuning"]["sst"]["none"] == summary["finetuning"]["sst"]["none"]
-  stages = work / "stages"
-  for method in ("electra", "mlm"):
-    for seed in (1, 2):
-      unit = json.loads(next(stages.glob(f"finetune_sst_*{method}*_seed{seed}_reinit.json")).read_text())
-      assert unit["reinit_embeddings"] is True
-  assert "encoder layers only, a fresh embedding layer" in (work / "summary_reinit.md").read_text()
-  assert "every weight loaded" in (work / "summary.md").read_text()
