@@ -78,7 +78,8 @@ EMBEDDING_LAYER_PREFIX = "electra/embeddings/"
 
 
 def load_encoder(model, init_checkpoint: str, reinit_embeddings: bool = False):
-  """Loads ``init_checkpoint`` into ``model`` (its heads stay fresh). With ``reinit_embeddings`` the
+  """Loads ``init_checkpoint`` into ``model`` (weights it lacks, such as new heads, keep their initialisation;
+  a missing encoder weight is an error). With ``reinit_embeddings`` the
   embedding layer keeps the values it was initialised with: after a short pre-training run the learned
   position and token-type embeddings slow fine-tuning down more than the learned layers help it
   (docs/short_runs.md)."""
