@@ -28,6 +28,11 @@ resumes from its last checkpoint. Rerunning the same command therefore continues
   5. summary   medians, ranges, exact two-sided Mann-Whitney U per task and pair; summary.json, summary.md
                and plots/paper_claim.png under ``<work>``.
 
+``--shard K/N`` splits the units between N processes started on the same ``--work-dir`` (round-robin per stage;
+each waits for the units it does not own, shard 0 writes the summary), one thread pool per process: on a
+2-core machine two shards finish the tiny model's work sooner than one process using both cores. Concurrent
+shards share the machine, so their wall-clock figures are those of a loaded machine, for both methods alike.
+
 ``--reinit-embeddings`` reruns stages 4-5 with the pre-trained models' embedding layer left fresh (the main
 job's fine-tuning; the same pre-trained models, random-weights trials shared), written as ``summary_reinit.*``.
 
@@ -142,12 +147,23 @@ def write_json(path, obj):
   os.replace(tmp, path)
 
 
-def unit(args, name: str, work, *work_args):
-  """Runs ``work(*work_args)`` once: its result is kept in ``<work>/stages/<name>.json`` and reused afterwards."""
+def owns(args, index: int) -> bool:
+  """Whether this process (``--shard K/N``) runs the ``index``-th unit of a stage: units are dealt round-robin."""
+  return index % args.num_shards == args.shard
+
+
+def unit(args, name: str, work, *work_args, owner: bool = True):
+  """Runs ``work(*work_args)`` once: its result is kept in ``<work>/stages/<name>.json`` and reused afterwards.
+  A unit another shard owns is waited for (its file polled) instead."""
   path = os.path.join(args.work_dir, "stages", f"{name}.json")
   done = read_json(path)
   if done is not None:
     log(f"skip (done): {name}")
+    return done
+  if not owner:
+    log(f"wait (another shard runs it): {name}")
+    while (done := read_json(path)) is None:
+      time.sleep(10)
     return done
   log(f"run: {name}")
   start = time.time()
@@ -254,7 +270,7 @@ def stage_data(args) -> dict:
                                       encoding="utf-8")) - 1 for split in ("train", "dev")}
     return {"vocab_size": vocab_size, "pos": pos, "sst": sst, "heldout_unigram_baseline": baseline}
 
-  return unit(args, "data", work)
+  return unit(args, "data", work, owner=owns(args, 0))
 
 
 # ---- pre-training ------------------------------------------------------------------------------------------
@@ -352,11 +368,12 @@ def stage_sweep(args, vocab_size) -> dict:
       chosen[method] = {"learning_rate": given, "rule": "given on the command line"}
       continue
     rows = []
-    for lr in args.sweep_lrs:
+    for i, lr in enumerate(args.sweep_lrs):  # a sweep point (pre-training + its fine-tune) is one shard's
       name = run_name(args, "sweep", method, lr, steps[method])
-      pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name)
+      mine = owns(args, i + (len(args.sweep_lrs) if method == "mlm" else 0))
+      pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name, owner=mine)
       ft = unit(args, f"finetune_sst_{name}_seed{args.sweep_seed}", finetune, args, vocab_size, "sst", method,
-                pre["model_dir"], args.sweep_seed, f"ft_{name}")
+                pre["model_dir"], args.sweep_seed, f"ft_{name}", owner=mine)
       rows.append({"method": method, "learning_rate": lr, "steps": steps[method], "sst_accuracy": ft["value"],
                    "heldout": pre["heldout"], "loop_seconds": pre["loop_seconds"],
                    "total_flops": pre["total_flops"]})
@@ -374,11 +391,14 @@ PRIMARY_REASON = ("the reference's FLOP count is the paper's own convention and 
 
 def stage_pretrain(args, vocab_size, chosen) -> dict:
   steps = {"electra": args.steps, "mlm": equal_flop_steps(args, vocab_size, args.steps)}
+  names = {m: run_name(args, "pt", m, chosen[m]["learning_rate"], steps[m]) for m in PRETRAINED}
   runs = {}
-  for method in PRETRAINED:
-    lr = chosen[method]["learning_rate"]
-    name = run_name(args, "pt", method, lr, steps[method])
-    runs[method] = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name)
+  for owned_pass in (True, False):  # this shard's runs first, then the other shards' (waited for)
+    for i, method in enumerate(PRETRAINED):
+      if owns(args, i) == owned_pass:
+        runs[method] = unit(args, f"pretrain_{names[method]}", pretrain, args, vocab_size, method, steps[method],
+                            chosen[method]["learning_rate"], names[method], owner=owned_pass)
+  runs = {m: runs[m] for m in PRETRAINED}  # the same order in every shard: it orders the fine-tuning units
   e, m = runs["electra"], runs["mlm"]
   # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
   wall_steps = max(1, int(round(args.steps * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))
@@ -389,22 +409,30 @@ def stage_pretrain(args, vocab_size, chosen) -> dict:
   if args.wallclock_mlm:
     lr = chosen["mlm"]["learning_rate"]
     name = run_name(args, "pt", "mlm", lr, wall_steps)
-    runs["mlm_wall"] = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, "mlm", wall_steps, lr, name)
+    runs["mlm_wall"] = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, "mlm", wall_steps, lr, name,
+                            owner=owns(args, 0))
   return {"runs": runs, "compute": compute}
 
 
 def stage_finetune(args, vocab_size, runs) -> dict:
   methods = list(runs) + ["none"]
-  trials = {task: {m: [] for m in methods} for task in args.tasks}
+  todo = []
   for seed in range(args.first_seed, args.first_seed + args.seeds):  # seeds outer: partial results balanced
     for task in args.tasks:
       for method in methods:
         init = runs[method]["model_dir"] if method in runs else "none"
-        name = f"ft_{task}_{method}_seed{seed}"
         source = runs[method]["name"] if method in runs else "none"
         reinit = args.reinit_embeddings and method in runs  # random weights are the same either way
-        trials[task][method].append(unit(args, f"finetune_{task}_{source}_seed{seed}{'_reinit' if reinit else ''}",
-                                         finetune, args, vocab_size, task, method, init, seed, name, reinit))
+        todo.append((task, method, seed, f"finetune_{task}_{source}_seed{seed}{'_reinit' if reinit else ''}",
+                     (args, vocab_size, task, method, init, seed, f"ft_{task}_{method}_seed{seed}", reinit)))
+  results = {}
+  for owned_pass in (True, False):  # this shard's trials first, then the other shards' (waited for)
+    for i, (_, _, _, stage_name, work_args) in enumerate(todo):
+      if owns(args, i) == owned_pass:
+        results[stage_name] = unit(args, stage_name, finetune, *work_args, owner=owned_pass)
+  trials = {task: {m: [] for m in methods} for task in args.tasks}
+  for task, method, _, stage_name, _ in todo:
+    trials[task][method].append(results[stage_name])
   return trials
 
 
@@ -581,7 +609,16 @@ def parse_args(argv=None):
                  help="stage 4 fine-tunes the pre-trained models with reinit_embeddings (their encoder layers, a "
                       "fresh embedding layer; docs/short_runs.md) into *_reinit stage files and summary_reinit.*; "
                       "the LR sweep keeps the reference's fine-tuning")
+  p.add_argument("--shard", default="0/1", help="K/N: this process runs every N-th unit of each stage, starting "
+                                                 "at K, waits for the others', and (K = 0) writes the summary; start "
+                                                 "N processes on one --work-dir to use N cores for small models")
   args = p.parse_args(argv)
+  try:
+    args.shard, args.num_shards = (int(x) for x in args.shard.split("/"))
+    if not 0 <= args.shard < args.num_shards:
+      raise ValueError
+  except ValueError:
+    p.error(f"--shard {args.shard!r}: give K/N with 0 <= K < N, e.g. 1/2")
   args.sweep_lrs = [float(x) for x in args.sweep_lrs.split(",") if x.strip()]
   args.tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
   if not args.tasks or set(args.tasks) - set(TASKS):
@@ -607,6 +644,10 @@ def main(argv=None) -> int:
   logging.basicConfig(level=logging.INFO, format="%(message)s")  # the library's notes, e.g. weights loaded
   last = STAGES.index(args.until)
   started = time.time()
+  if args.num_shards > 1:  # N processes share the cores; one thread pool each (tiny models scale poorly in one)
+    threads = max(1, (os.cpu_count() or 1) // args.num_shards)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
   data = stage_data(args)
   vocab_size = data["vocab_size"]
   log(f"vocab {vocab_size}; POS train/dev sentences {data['pos']['train']['sentences']}/"
@@ -625,7 +666,7 @@ def main(argv=None) -> int:
   if last < 3:
     return 0
   trials = stage_finetune(args, vocab_size, pre["runs"])
-  if last < 4:
+  if last < 4 or args.shard != 0:
     return 0
   summary = summarize(args, data, sweep, pre, trials)
   os.makedirs(os.path.join(args.work_dir, "plots"), exist_ok=True)

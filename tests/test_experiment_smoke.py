@@ -1,4 +1,4 @@
-"""Smoke test of experiments/paper_claim.py --quick (every stage in-process, tiny sizes), its FLOP count against
+"""Smoke test of experiments/paper_claim.py --quick (every stage, tiny sizes, two shards), its FLOP count against
 the reference's published totals, and the planning of experiments/short_run_sweep.py."""
 
 import importlib.util
@@ -56,8 +56,17 @@ def test_paper_claim_quick(tmp_path, data_dir):
   work = tmp_path / "pc"
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
   cmd = [sys.executable, str(REPO_ROOT / "experiments" / "paper_claim.py"), "--work-dir", str(work), "--quick"]
-  proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=900)
-  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  # two shards on one work dir, as the full run is meant to be started on 2 cores: each unit runs exactly once
+  shards = [subprocess.Popen(cmd + ["--shard", f"{k}/2"], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for k in (0, 1)]
+  outputs = [p.communicate(timeout=900) for p in shards]
+  for p, (out, err) in zip(shards, outputs):
+    assert p.returncode == 0, out[-3000:] + err[-3000:]
+  ran = [line.split("] run: ")[1] for out, _ in outputs for line in out.splitlines() if "] run: " in line]
+  assert len(ran) == len(set(ran)) == 1 + 8 + 2 + 12, sorted(ran)  # data, sweep, pre-training, fine-tuning
+  assert all(out.count("] run: ") >= 11 for out, _ in outputs)  # dealt out, not all taken by one
+  assert "summary: " in outputs[0][0] and "summary: " not in outputs[1][0]  # shard 0 writes it
+  proc = types.SimpleNamespace(stdout=outputs[0][0])
   summary = json.loads((work / "summary.json").read_text())
 
   # POS through the chunk reader: the documented cut of oanc_pos, counted independently in the written files
