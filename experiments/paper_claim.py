@@ -152,6 +152,16 @@ def owns(args, index: int) -> bool:
   return index % args.num_shards == args.shard
 
 
+def run_dealt(args, units) -> dict:
+  """Runs the ``(name, work, work_args)`` units this shard owns, then waits for the others'; results by name."""
+  results = {}
+  for owned_pass in (True, False):
+    for i, (name, work, work_args) in enumerate(units):
+      if owns(args, i) == owned_pass:
+        results[name] = unit(args, name, work, *work_args, owner=owned_pass)
+  return results
+
+
 def unit(args, name: str, work, *work_args, owner: bool = True):
   """Runs ``work(*work_args)`` once: its result is kept in ``<work>/stages/<name>.json`` and reused afterwards.
   A unit another shard owns is waited for (its file polled) instead."""
@@ -392,13 +402,9 @@ PRIMARY_REASON = ("the reference's FLOP count is the paper's own convention and 
 def stage_pretrain(args, vocab_size, chosen) -> dict:
   steps = {"electra": args.steps, "mlm": equal_flop_steps(args, vocab_size, args.steps)}
   names = {m: run_name(args, "pt", m, chosen[m]["learning_rate"], steps[m]) for m in PRETRAINED}
-  runs = {}
-  for owned_pass in (True, False):  # this shard's runs first, then the other shards' (waited for)
-    for i, method in enumerate(PRETRAINED):
-      if owns(args, i) == owned_pass:
-        runs[method] = unit(args, f"pretrain_{names[method]}", pretrain, args, vocab_size, method, steps[method],
-                            chosen[method]["learning_rate"], names[method], owner=owned_pass)
-  runs = {m: runs[m] for m in PRETRAINED}  # the same order in every shard: it orders the fine-tuning units
+  done = run_dealt(args, [(f"pretrain_{names[m]}", pretrain,
+                           (args, vocab_size, m, steps[m], chosen[m]["learning_rate"], names[m])) for m in PRETRAINED])
+  runs = {m: done[f"pretrain_{names[m]}"] for m in PRETRAINED}  # one order in every shard: it orders stage 4
   e, m = runs["electra"], runs["mlm"]
   # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
   wall_steps = max(1, int(round(args.steps * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))
@@ -423,16 +429,12 @@ def stage_finetune(args, vocab_size, runs) -> dict:
         init = runs[method]["model_dir"] if method in runs else "none"
         source = runs[method]["name"] if method in runs else "none"
         reinit = args.reinit_embeddings and method in runs  # random weights are the same either way
-        todo.append((task, method, seed, f"finetune_{task}_{source}_seed{seed}{'_reinit' if reinit else ''}",
+        todo.append((task, method, f"finetune_{task}_{source}_seed{seed}{'_reinit' if reinit else ''}",
                      (args, vocab_size, task, method, init, seed, f"ft_{task}_{method}_seed{seed}", reinit)))
-  results = {}
-  for owned_pass in (True, False):  # this shard's trials first, then the other shards' (waited for)
-    for i, (_, _, _, stage_name, work_args) in enumerate(todo):
-      if owns(args, i) == owned_pass:
-        results[stage_name] = unit(args, stage_name, finetune, *work_args, owner=owned_pass)
+  results = run_dealt(args, [(name, finetune, work_args) for _, _, name, work_args in todo])
   trials = {task: {m: [] for m in methods} for task in args.tasks}
-  for task, method, _, stage_name, _ in todo:
-    trials[task][method].append(results[stage_name])
+  for task, method, name, _ in todo:
+    trials[task][method].append(results[name])
   return trials
 
 
