@@ -2,9 +2,14 @@
 
   python benchmarks/finetune.py --sizes small,base --task sst --seq-len 128
   python benchmarks/finetune.py --sizes small --task squad --seq-len 512
+  python benchmarks/finetune.py --sample-trials 4 --sample-dir sample_run   # whole trials of the main job
 
 Random weights and random token ids (throughput does not depend on the values); the reference's heads,
 loss and optimizer (layer-wise LR, clip, AdamW). The first step (tracing) is excluded.
+
+``--sample-trials N``: the wall time of each of N whole trials (build, train, evaluate, save) of the main
+job's fine-tuning (the sample model from random weights on the sample sst task, one process), which is what
+the main job's budget pays for, start-up and tracing included.
 """
 
 import argparse
@@ -65,6 +70,19 @@ def bench(size, task_name, seq_len, batch, steps, mixed_precision="float32", use
           "final_loss": stats["loss"]}
 
 
+def sample_trials(n: int, sample_dir: str) -> dict:
+  from electra_tf import presets, sample_data  # pylint: disable=g-import-not-at-top
+  from electra_tf.configs import FinetuningConfig  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetuning import run_finetuning  # pylint: disable=g-import-not-at-top
+  root = sample_data.ensure_sample_setup(sample_dir, log=lambda *_: None, build_records=False)
+  hparams = presets.sample_finetuning_hparams(sample_data.vocab_size_of(root / "vocab.txt"))
+  cfg = FinetuningConfig.create("bench_sample_trials", str(root), **hparams, init_checkpoint="none",
+                                num_trials=n)
+  results = run_finetuning(cfg, progress=False)
+  return {"sample_trials": n, "trial_seconds": [round(r["time"], 1) for r in results],
+          "accuracy": [r[presets.SAMPLE_TASK]["accuracy"] for r in results]}
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--sizes", default="small,base")
@@ -74,7 +92,12 @@ def main():
   p.add_argument("--steps", type=int, default=5)
   p.add_argument("--mixed-precision", default="float32", choices=("float32", "bfloat16"))
   p.add_argument("--xla", action="store_true")
+  p.add_argument("--sample-trials", type=int, default=0, help="time N whole trials of the main job instead")
+  p.add_argument("--sample-dir", default=None, help="the sample setup for --sample-trials (built if missing)")
   args = p.parse_args()
+  if args.sample_trials:
+    print(json.dumps(sample_trials(args.sample_trials, args.sample_dir)), flush=True)
+    return
   for size in args.sizes.split(","):
     print(json.dumps(bench(size, args.task, args.seq_len, args.batch_size, args.steps, args.mixed_precision,
                            args.xla)), flush=True)

@@ -130,3 +130,23 @@ def test_reinit_embeddings_keeps_the_fresh_embedding_layer(tmp_path, bert_vocab,
     np.testing.assert_array_equal(variable.numpy(), want, err_msg=name)
     if name.endswith("_embeddings") or name.endswith("kernel"):  # the two models' draws differ
       assert not np.array_equal(fresh[name], source.reference_variables()[name].numpy()), name
+
+
+def test_one_device_reads_the_training_batches_directly(tmp_path, bert_vocab, tokenizer):
+  """On one device the trainer iterates the dataset itself, with tf.data's autotuner off: the distributed
+  wrapper's and the autotuner's background threads made deleting a trial's training iterator wait for their
+  next wake-up (about 20 s, half of each sample trial on 2 CPU cores; benchmarks/README.md). The batches are
+  the same either way."""
+  from electra_tf.finetuning.trainer import make_dataset
+  cfg = tiny_config(tmp_path, ["sst"], bert_vocab)
+  trainer = Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.OneDeviceStrategy("/cpu:0"), seed=0)
+  arrays = {"input_ids": np.arange(40 * 3).reshape(40, 3), "task_id": np.zeros(40, np.int32)}
+  ds = make_dataset(arrays, 8, training=True, seed=3)
+  assert trainer.distribute(ds) is ds and ds.options().autotune.enabled is False
+  direct = [b["input_ids"].numpy() for b in ds.take(7)]
+  # a fresh dataset: a seeded shuffle draws new seeds for each iterator of the same dataset object
+  again = make_dataset(arrays, 8, training=True, seed=3)
+  wrapped = iter(tf.distribute.OneDeviceStrategy("/cpu:0").experimental_distribute_dataset(again))
+  for batch in direct:
+    np.testing.assert_array_equal(batch, next(wrapped)["input_ids"].numpy())
+  assert len({tuple(b[:, 0]) for b in direct}) == 7  # shuffled, repeated batches, not one batch again

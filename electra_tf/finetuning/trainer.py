@@ -54,7 +54,11 @@ def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0) -
   ds = tf.data.Dataset.from_tensor_slices(arrays)
   if training:
     ds = ds.repeat().shuffle(100, seed=seed)
-  return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+  # In-memory arrays leave tf.data's autotuner nothing to tune, and its thread made the end of a trial wait:
+  # deleting the training iterator waited for the thread's next wake-up (see Trainer.distribute).
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return ds.batch(batch_size, drop_remainder=True).prefetch(2).with_options(options)
 
 
 class Trainer:
@@ -78,6 +82,15 @@ class Trainer:
       self.model.build()
     self.optimizer = None
     self._train_loop = self._predict_step = None
+
+  def distribute(self, ds: tf.data.Dataset):
+    """The dataset as the strategy's replicas read it. One device reads it directly: the distributed
+    wrapper's background thread (and tf.data's autotuner, off in ``make_dataset``) made deleting a training
+    iterator wait for their next wake-up: about 20 s at the end of every sample fine-tuning trial on 2 CPU
+    cores, half the trial (benchmarks/README.md)."""
+    if isinstance(self.strategy, tf.distribute.OneDeviceStrategy):
+      return ds
+    return self.strategy.experimental_distribute_dataset(ds)
 
   # ---- training -----------------------------------------------------------------------------------------
 
@@ -161,7 +174,7 @@ class Trainer:
     if self.optimizer is None:
       self.make_optimizer(total_steps)
     ds = make_dataset(arrays, cfg.train_batch_size, True, self.seed)
-    iterator = iter(self.strategy.experimental_distribute_dataset(ds))
+    iterator = iter(self.distribute(ds))
     self._train_loop = self._train_loop or self._build_train_loop()
     writer = tf.summary.create_file_writer(log_dir) if log_dir else None
     bar = runtime.progress_bar(progress, total_steps, desc="fine-tuning", leave=False)
@@ -214,7 +227,7 @@ class Trainer:
     """Runs the model on ``arrays`` (first axis a multiple of ``batch_size``) and returns, per task,
     its head's outputs for the rows of that task (dummy padding rows dropped), in input order."""
     self._predict_step = self._predict_step or self._build_predict_step()
-    ds = self.strategy.experimental_distribute_dataset(make_dataset(arrays, batch_size, False))
+    ds = self.distribute(make_dataset(arrays, batch_size, False))
     chunks = {t.name: [] for t in self.tasks}
     for batch in ds:
       out = self._predict_step(batch)
