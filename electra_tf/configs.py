@@ -405,7 +405,7 @@ def pretraining_summary(cfg: PretrainingConfig) -> str:
                  f"FFN={gen.intermediate_size}{' x2 (two towers)' if towers == 2 else ''}  own params={g_own:,}"
                  f"{'' if cfg.untied_generator_embeddings else ' (embeddings shared with the discriminator)'}")
   if cfg.short_run_recipe:
-    used = {k: getattr(cfg, k) for k in presets.short_run_settings(cfg.num_train_steps)}
+    used = {k: getattr(cfg, k) for k in presets.short_run_settings(cfg.num_train_steps, cfg.model_size)}
     lines.append(f"short-run recipe: {presets.describe_short_run_settings(used)} (docs/short_runs.md)")
   note = presets.short_run_note(cfg)
   if note:

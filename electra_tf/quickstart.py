@@ -4,9 +4,10 @@
 
 1. sample text (IMDB reviews; Rotten Tomatoes sentences in the SST layout), a learned vocab, TFRecords;
 2. pre-trains a tiny ELECTRA (progress bar; resumes if interrupted);
-3. fine-tunes it on the sst task (its encoder layers, with a fresh embedding layer: ``reinit_embeddings``) and
-   the same network from random weights;
-4. prints dev accuracy of both against the majority baseline and writes ``quickstart_curves.png``.
+3. fine-tunes it on the sst task (every weight loaded, as the reference does) and the same network from random
+   weights, with the same seeds;
+4. prints dev accuracy of both against the majority baseline, the tests of the difference, and writes
+   ``quickstart_curves.png``.
 
 Every step reuses what an earlier run finished. ``--quick`` is the reduced variant CI runs.
 """
@@ -20,7 +21,7 @@ import sys
 import time
 
 from electra_tf.cli import common  # first: it quiets TensorFlow's start-up before anything loads TensorFlow
-from electra_tf import presets, reporting, sample_data  # pylint: disable=wrong-import-order
+from electra_tf import presets, reporting, sample_data, seed_comparison  # pylint: disable=wrong-import-order
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning import run_finetuning
 from electra_tf.pretraining import evaluation, trainer
@@ -80,10 +81,7 @@ def run(args) -> dict:
   pretrainer.evaluate()
 
   print("== 3/4 fine-tuning on sst (Rotten Tomatoes): pre-trained vs. from random weights", flush=True)
-  # After a few hundred steps the learned position and token-type embeddings cost more in fine-tuning than the
-  # learned layers give (docs/short_runs.md), so the pre-trained model brings its layers only; the
-  # random-weights model gets the same fresh embedding layer for the same seed.
-  ft = {**presets.sample_finetuning_hparams(vocab_size), "reinit_embeddings": True}
+  ft = presets.sample_finetuning_hparams(vocab_size)
   if args.quick:
     ft.update(num_train_epochs=1.0)
   accuracies = {}
@@ -114,14 +112,15 @@ def run(args) -> dict:
   ], str(png), title=f"electra-tf quickstart: tiny ELECTRA, {steps} pre-training steps")
 
   pre_acc, none_acc = accuracies[presets.SAMPLE_MODEL_NAME], accuracies[NO_PRETRAINING_NAME]
+  # a seed gives both models the same head, embedding layer, data order and dropout masks
+  versus = seed_comparison.compare_seeds(pre_acc, none_acc)
   summary = {"sample_dir": str(root), "pretrain_steps": steps, "heldout_pretraining_metrics": heldout,
-             "finetuning_reinit_embeddings": ft["reinit_embeddings"],
              "dev_accuracy": {"pretrained": accuracy[presets.SAMPLE_MODEL_NAME],
                               "no_pretraining": accuracy[NO_PRETRAINING_NAME], "majority": majority},
              "dev_accuracy_per_seed": {"pretrained": pre_acc, "no_pretraining": none_acc},
-             "pretrained_ahead_beyond_seed_spread": min(pre_acc) > max(none_acc),
-             # a seed gives both models the same head, embedding layer, data order and dropout masks
-             "seeds_where_pretrained_is_ahead": sum(p > n for p, n in zip(pre_acc, none_acc)),
+             "pretrained_ahead_beyond_seed_spread": versus["beyond_seed_spread"],
+             "seeds_where_pretrained_is_ahead": versus["seeds_ahead"],
+             "sign_test_p": versus["sign_test_p"], "mann_whitney_p": versus["mann_whitney_p"],
              "plot": str(png), "seconds": round(time.time() - start, 1)}
   with open(root / "quickstart_summary.json", "w", encoding="utf-8") as f:
     json.dump(summary, f, indent=2)
@@ -129,17 +128,18 @@ def run(args) -> dict:
   print(f"\npre-training (held-out, step {heldout['step']}): disc_auc_real {heldout.get('disc_auc_real', nan):.3f} "
         f"(the reference's disc_auc, padding included: {heldout.get('disc_auc', nan):.3f})  disc_recall "
         f"{heldout.get('disc_recall', nan):.3f}  masked_lm_accuracy {heldout.get('masked_lm_accuracy', nan):.3f}")
-  print(f"sst dev accuracy, {len(pre_acc)} fine-tuning seed(s) each: pre-trained ELECTRA (its encoder layers; "
-        f"embedding layer fresh) {_spread(pre_acc)}  |  "
+  print(f"sst dev accuracy, {len(pre_acc)} fine-tuning seed(s) each: pre-trained ELECTRA {_spread(pre_acc)}  |  "
         f"same network without pre-training {_spread(none_acc)}  |  majority class {majority:.1f}")
-  gap = accuracy[presets.SAMPLE_MODEL_NAME] - accuracy[NO_PRETRAINING_NAME]
-  if summary["pretrained_ahead_beyond_seed_spread"]:
-    print(f"pre-training helps: {gap:+.1f} points (median), every pre-trained seed above every seed without it")
+  gap = versus["median_difference"]
+  paired = (f"ahead on {versus['seeds_ahead']} of {versus['seeds']} seeds paired by seed, one-sided sign test "
+            f"p {versus['sign_test_p']:.3f}")
+  if versus["beyond_seed_spread"]:
+    print(f"pre-training helps: {gap:+.1f} points (median), every pre-trained seed above every seed without it "
+          f"(exact Mann-Whitney p {versus['mann_whitney_p']:.3f}; {paired})")
   else:
-    print(f"pre-training is not ahead beyond the seed spread here ({gap:+.1f} points, median; ahead on "
-          f"{summary['seeds_where_pretrained_is_ahead']} of {len(pre_acc)} seeds, paired by seed): "
-          f"{steps} steps teach the layers little that the task's own training sentences do not "
-          "(docs/short_runs.md)")
+    print(f"pre-training is not ahead beyond the seed spread here ({gap:+.1f} points, median; {paired}; the "
+          f"ranges overlap, exact Mann-Whitney p {versus['mann_whitney_p']:.3f}): {steps} steps teach the layers "
+          "little that the task's own training sentences do not (docs/short_runs.md)")
   print(f"curves: {png}\nsummary: {root / 'quickstart_summary.json'}  ({summary['seconds'] / 60:.1f} min)")
   return summary
 

@@ -442,14 +442,13 @@ def stage_finetune(args, vocab_size, runs) -> dict:
 
 def compare(trials) -> dict:
   """Exact two-sided Mann-Whitney U of every pair of methods on one task (U of the first method)."""
-  from scipy import stats  # pylint: disable=import-outside-toplevel
+  from electra_tf import seed_comparison  # pylint: disable=import-outside-toplevel
   out = {}
   methods = list(trials)
   for i, a in enumerate(methods):
     for b in methods[i + 1:]:
       x, y = [t["value"] for t in trials[a]], [t["value"] for t in trials[b]]
-      res = stats.mannwhitneyu(x, y, alternative="two-sided", method="exact")
-      out[f"{a}_vs_{b}"] = {"U": float(res.statistic), "n_pairs": len(x) * len(y), "p": float(res.pvalue),
+      out[f"{a}_vs_{b}"] = {**seed_comparison.mann_whitney(x, y),
                             "median_difference": statistics.median(x) - statistics.median(y)}
   return out
 

@@ -157,7 +157,6 @@ def test_hparams_doc_is_current():
 
 
 def test_tiny_preset_applies_the_short_run_rule_and_given_values_win():
-  from electra_tf import presets
   from electra_tf.configs import PretrainingConfig, pretraining_summary
   cfg = PretrainingConfig.create("t", "/d", preset="tiny", num_train_steps=800)
   disc = cfg.discriminator_config()
@@ -165,12 +164,14 @@ def test_tiny_preset_applies_the_short_run_rule_and_given_values_win():
           disc.embedding_size) == (128, 3, 2, 512, 128)
   assert cfg.generator_config().hidden_size == 64 and cfg.train_batch_size == 32 and cfg.use_xla
   assert (cfg.learning_rate, cfg.num_warmup_steps, cfg.adam_bias_correction, cfg.temperature) == (
-      presets.SHORT_RUN_LR, 80, presets.SHORT_RUN_BIAS_CORRECTION, presets.SHORT_RUN_TEMPERATURE)
+      1e-3, 80, True, 2.0)  # from 800 steps the tiny model's peak LR is 1e-3
+  shorter = PretrainingConfig.create("t", "/d", preset="tiny", num_train_steps=799)
+  assert (shorter.learning_rate, shorter.num_warmup_steps) == (3e-4, 80)
   mine = PretrainingConfig.create("t", "/d", preset="tiny", num_train_steps=800, learning_rate=1e-4,
                                   num_warmup_steps=5, temperature=1.0)
   assert (mine.learning_rate, mine.num_warmup_steps, mine.adam_bias_correction, mine.temperature) == (
       1e-4, 5, True, 1.0)
-  assert ("short-run recipe: learning_rate 0.0003, num_warmup_steps 80, adam_bias_correction true, temperature 2 "
+  assert ("short-run recipe: learning_rate 0.001, num_warmup_steps 80, adam_bias_correction true, temperature 2 "
           in pretraining_summary(cfg))
   assert "temperature 1 " in pretraining_summary(mine)
   # reference sizes keep the reference's recipe; a run shorter than its warmup gets a note instead
