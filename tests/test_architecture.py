@@ -10,12 +10,13 @@ LIBRARY = REPO_ROOT / "electra_tf"
 
 # Each unit (a package, or a top-level module) and the units it may import. Core modules sit at the bottom.
 CORE = {"errors", "fileio", "hparams", "presets", "configs", "runtime", "tokenization", "optimization",
-        "modeling", "checkpoint_names", "reporting"}
+        "modeling", "checkpoint_names", "reporting", "seed_comparison"}
 ALLOWED = {
     "errors": set(), "fileio": set(), "hparams": {"errors"}, "presets": set(),
     "configs": {"errors", "hparams", "presets"},
     "runtime": {"configs", "errors", "fileio"}, "tokenization": {"errors", "fileio"}, "optimization": set(),
     "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": set(),
+    "seed_comparison": set(),
     "docs_gen": {"configs", "hparams"},
     "pretrain_data": CORE,
     "convert": CORE,
