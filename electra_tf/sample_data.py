@@ -23,9 +23,10 @@ import random
 import re
 import shutil
 
-from electra_tf import runtime, tokenization
+from electra_tf import tokenization
 from electra_tf.errors import SampleDataError
 from electra_tf.pretrain_data import build, corpus, vocab
+from electra_tf.runtime.outputs import atomic_directory, atomic_write
 
 SAMPLE_DIR_ENV = "ELECTRA_TF_SAMPLE_DIR"
 CORPUS_SHARDS = 8
@@ -102,7 +103,7 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_t
   imdb = imdb[:max_reviews] if max_reviews else imdb
 
   n_sentences = 0
-  with runtime.atomic_directory(sample_dir / "corpus", overwrite=True) as tmp:
+  with atomic_directory(sample_dir / "corpus", overwrite=True) as tmp:
     files = [open(os.path.join(tmp, f"imdb_{i:02d}.txt"), "w", encoding="utf-8") for i in range(CORPUS_SHARDS)]
     try:
       for i, review in enumerate(imdb):
@@ -121,7 +122,7 @@ def prepare_sample_data(sample_dir=None, max_reviews=None, log=print, max_task_t
   if max_task_train:
     kept = dev_ids | set(order[SST_DEV_SIZE:SST_DEV_SIZE + max_task_train])
     rt = [pair if i in kept else None for i, pair in enumerate(rt)]
-  with runtime.atomic_directory(sample_dir / "finetuning_data" / "sst", overwrite=True) as tmp:
+  with atomic_directory(sample_dir / "finetuning_data" / "sst", overwrite=True) as tmp:
     for split, keep in (("train", lambda i: i not in dev_ids), ("dev", lambda i: i in dev_ids)):
       with open(os.path.join(tmp, f"{split}.tsv"), "w", encoding="utf-8") as f:
         f.write("sentence\tlabel\n")
@@ -159,7 +160,7 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
       raise SampleDataError(f"vocab file {vocab_file} does not exist; pass an existing vocab.txt")
     if vocab_path.exists() and vocab_path.read_bytes() != pathlib.Path(vocab_file).read_bytes():
       _drop_derived(root, "pretrain_tfrecords", *_SAMPLE_MODELS, log=log)  # built with the old vocab
-    runtime.atomic_write(str(vocab_path), pathlib.Path(vocab_file).read_bytes())
+    atomic_write(str(vocab_path), pathlib.Path(vocab_file).read_bytes())
   elif not vocab_path.exists():
     log(f"learning a {SAMPLE_VOCAB_SIZE:,}-entry WordPiece vocab from the sample corpus -> {vocab_path}")
     tmp = vocab_path.with_suffix(".txt.tmp")

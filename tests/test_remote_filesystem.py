@@ -16,6 +16,7 @@ import tensorflow as tf
 
 import _pretraining_testlib as lib
 from electra_tf import fileio, runtime
+from electra_tf.errors import OutputExistsError
 
 
 def _ram(name: str) -> str:
@@ -52,7 +53,7 @@ def test_atomic_write_and_directory_on_a_remote_filesystem(tmp_path):
     (pathlib.Path(tmp) / "sub" / "w.bin").write_bytes(b"1")
     (pathlib.Path(tmp) / "config.json").write_text("{}")
   assert sorted(fileio.walk_files(dest)) == ["config.json", "sub/w.bin"]
-  with pytest.raises(runtime.OutputExistsError):
+  with pytest.raises(OutputExistsError):
     runtime.atomic_directory(dest)
   with pytest.raises(RuntimeError):
     with runtime.atomic_directory(dest, overwrite=True) as tmp:

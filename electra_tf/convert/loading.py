@@ -11,7 +11,7 @@ import typing
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from electra_tf import runtime
+from electra_tf.runtime.restore import restore_checkpoint
 from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
 from electra_tf.convert import checkpoints as ckpt
 from electra_tf.convert.architecture import Architecture, ConversionError
@@ -103,7 +103,7 @@ def _load_object_checkpoint(prefix: str, target) -> LoadReport:
     return _load_object_checkpoint_by_name(prefix, target)
   variables = target_variables(target)
   before = {n: v.numpy().copy() for n, v in variables.items()}
-  problem = runtime.restore_checkpoint(prefix, parts, require_match=False)  # what matched is counted below
+  problem = restore_checkpoint(prefix, parts, require_match=False)  # what matched is counted below
   if problem is not None:
     raise ConversionError(f"{prefix} does not fit networks of this shape; pass the pre-training run's model "
                           f"hparams: {problem}")
@@ -139,7 +139,7 @@ def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
     raise ConversionError(f"{prefix}: a TF2 checkpoint without discriminator or generator weights")
   shell_encoder.dummy_build()
   shell.head.build()
-  problem = runtime.restore_checkpoint(prefix, root)
+  problem = restore_checkpoint(prefix, root)
   if problem is not None:
     raise ConversionError(f"{prefix} does not fit a model of this shape (L={encoder.config.num_hidden_layers} "
                           f"H={encoder.config.hidden_size} vocab={encoder.config.vocab_size}); pass the "

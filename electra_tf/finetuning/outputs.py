@@ -13,7 +13,7 @@ import typing
 
 import numpy as np
 
-from electra_tf import runtime
+from electra_tf.runtime.outputs import atomic_write
 
 
 def _jsonable(x):
@@ -29,15 +29,15 @@ def _jsonable(x):
 
 
 def write_json(path: str, obj):
-  runtime.atomic_write(path, (json.dumps(_jsonable(obj), indent=2) + "\n").encode("utf-8"))
+  atomic_write(path, (json.dumps(_jsonable(obj), indent=2) + "\n").encode("utf-8"))
 
 
 def write_pickle(path: str, obj):
-  runtime.atomic_write(path, pickle.dumps(obj))
+  atomic_write(path, pickle.dumps(obj))
 
 
 def write_text(path: str, text: str):
-  runtime.atomic_write(path, text.encode("utf-8"))
+  atomic_write(path, text.encode("utf-8"))
 
 
 def format_results(trial_results: typing.Sequence[dict]) -> str:

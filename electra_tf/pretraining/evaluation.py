@@ -23,7 +23,8 @@ import typing
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import fileio, runtime
+from electra_tf import fileio
+from electra_tf.runtime.outputs import atomic_write
 
 NUM_THRESHOLDS = 200
 _KEPSILON = 1e-7  # tf.metrics.auc's
@@ -142,10 +143,10 @@ def write_results(results_txt: str, metrics: dict, step: int, split: str = "held
       history = json.load(f)
   history = [h for h in history if not (h.get("step") == step and h.get("split") == split)]
   history.append({"step": int(step), "split": split, **{k: float(v) for k, v in metrics.items()}})
-  runtime.atomic_write(json_path, json.dumps(history, indent=2) + "\n")
+  atomic_write(json_path, json.dumps(history, indent=2) + "\n")
   if results_pkl:
-    runtime.atomic_write(results_pkl, pickle.dumps(history))
+    atomic_write(results_pkl, pickle.dumps(history))
   lines = [f"step {h['step']} ({h['split']}): " + " - ".join(
       f"{k}: {h[k]:.4f}" for k in sorted(h) if k not in ("step", "split")) for h in history]
-  runtime.atomic_write(results_txt, "\n".join(lines) + "\n")
+  atomic_write(results_txt, "\n".join(lines) + "\n")
   return json_path

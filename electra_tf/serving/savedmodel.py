@@ -25,13 +25,14 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf import fileio, runtime
+from electra_tf import fileio
 from electra_tf.configs import FinetuningConfig
 from electra_tf.errors import ConversionError
 from electra_tf.convert.checkpoints import VOCAB_FILE, SPM_FILE, check_vocab, read_source
 from electra_tf.convert.loading import load_pretrained_weights
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import TASKS
+from electra_tf.runtime.outputs import atomic_directory
 from electra_tf.errors import VocabError
 from electra_tf.tokenization import FullTokenizer, load_tokenizer, read_vocab
 
@@ -311,7 +312,7 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
   config = FinetuningConfig.create(task_names=[info["name"]])
   seq = max_seq_length or config.max_seq_length
   module = ServingModule(model, info, vocab_file, lower, seq, config)
-  with runtime.atomic_directory(out_dir, overwrite) as tmp:
+  with atomic_directory(out_dir, overwrite) as tmp:
     tf.saved_model.save(module, tmp, signatures=module.signatures())
   info.update(do_lower_case=lower, max_seq_length=seq)
   return info

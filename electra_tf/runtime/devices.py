@@ -1,0 +1,64 @@
+"""Devices: the ``tf.distribute`` strategy a ``RuntimeConfig`` asks for, and whether this process writes the
+job's outputs (one writer per job)."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from electra_tf.configs import RuntimeConfig
+from electra_tf.errors import HParamError
+
+
+def _tf_config_workers() -> int:
+  try:
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+  except ValueError:
+    raise HParamError("TF_CONFIG is not valid JSON; see docs/pretraining.md for an example") from None
+  return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
+  """``cfg.strategy``: auto (TPU if use_tpu/tpu_name, multi-worker if TF_CONFIG names several workers,
+  Mirrored over several GPUs, else one device), one_device, mirrored, multi_worker or tpu.
+
+  Call it before anything else touches TensorFlow devices: multi-worker collectives are set up when the
+  runtime starts."""
+  name = cfg.strategy
+  if name == "auto" and (cfg.use_tpu or cfg.tpu_name):
+    name = "tpu"
+  elif name == "auto" and _tf_config_workers() > 1:
+    name = "multi_worker"
+  if name == "multi_worker":
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  gpus = tf.config.list_logical_devices("GPU")
+  if name == "auto":
+    name = "mirrored" if len(gpus) > 1 else "one_device"
+  if name == "one_device":
+    return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+  if name == "mirrored":
+    return tf.distribute.MirroredStrategy()
+  resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+      tpu=cfg.tpu_name or "", zone=cfg.tpu_zone, project=cfg.gcp_project,
+      job_name=cfg.tpu_job_name or "worker")
+  tf.config.experimental_connect_to_cluster(resolver)
+  topology = tf.tpu.experimental.initialize_tpu_system(resolver)
+  if cfg.num_tpu_cores is None:
+    return tf.distribute.TPUStrategy(resolver)
+  # The reference's TPUConfig(num_shards=num_tpu_cores): replicate over that many cores, one per replica.
+  available = topology.num_tasks * topology.num_tpus_per_task
+  if cfg.num_tpu_cores > available:
+    raise HParamError(f"num_tpu_cores is {cfg.num_tpu_cores} but the TPU has {available} cores; use at most "
+                      f"{available}, or null for all of them")
+  assignment = tf.tpu.experimental.DeviceAssignment.build(topology, num_replicas=cfg.num_tpu_cores)
+  return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=assignment)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+  """True for the one process of a job that writes checkpoints, logs and results."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+    return True
+  task_type, task_id = resolver.task_type, resolver.task_id
+  return task_type in (None, "chief") or (task_type == "worker" and task_id == 0 and
+                                          "chief" not in resolver.cluster_spec().as_dict())

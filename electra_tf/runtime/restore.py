@@ -1,0 +1,37 @@
+"""Restoring a checkpoint that may not fit, reported in one line without TensorFlow's noise."""
+
+import gc
+import logging
+import typing
+
+import tensorflow as tf
+
+
+def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
+                       require_match: bool = True) -> typing.Optional[str]:
+  """Restores ``objects`` (the root's children of a ``tf.train.Checkpoint``) from ``prefix``; returns None,
+  or the first line of why the checkpoint does not fit (another model size or structure), for the caller's
+  one-line error. ``require_match``: every object must be in the checkpoint (else only what is restored
+  must fit).
+
+  A restore that fails half-way leaves TensorFlow's restore state behind, and when that is collected it
+  logs a warning per value it did not restore: hundreds of lines after the error. The checkpoint and that
+  state are collected here, with TensorFlow's logger quiet, before the caller reports anything.
+  """
+  logger = tf.get_logger()
+  level = logger.level
+  logger.setLevel(logging.ERROR)
+  try:
+    checkpoint = tf.train.Checkpoint(**objects)
+    try:
+      status = checkpoint.read(prefix).expect_partial()
+      if require_match:
+        status.assert_existing_objects_matched()
+      return None
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+      reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    del checkpoint  # it holds the restore state too
+    gc.collect()  # the failure (its traceback holds the restore state) is gone once the except block ends
+    return reason
+  finally:
+    logger.setLevel(level)
