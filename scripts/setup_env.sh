@@ -11,7 +11,7 @@ fi
 . .venv/bin/activate
 stamp=.venv/.electra_tf_installed
 if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ requirements-test.txt -nt "$stamp" ] \
-   || [ setup.py -nt "$stamp" ]; then
+   || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q -r requirements-test.txt
   python -m pip install -q --no-deps -e .

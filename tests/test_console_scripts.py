@@ -4,42 +4,48 @@ import importlib
 import importlib.metadata
 import os
 import pathlib
-import runpy
 import subprocess
 import sys
+import tomllib
 
 import pytest
-import setuptools
 
 from conftest import REPO_ROOT
 
 COMMANDS = {"electra-build-vocab", "electra-build-data", "electra-pretrain", "electra-finetune", "electra-convert"}
 
 
-def _declared_console_scripts(monkeypatch) -> dict:
-  """``name -> "module:function"`` as setup.py declares them (setup.py run with setup() captured)."""
-  captured = {}
-  monkeypatch.setattr(setuptools, "setup", lambda **kwargs: captured.update(kwargs))
-  runpy.run_path(str(REPO_ROOT / "setup.py"), run_name="__main__")
-  scripts = captured["entry_points"]["console_scripts"]
-  return dict(s.replace(" ", "").split("=", 1) for s in scripts)
+def _pyproject() -> dict:
+  return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
-def test_console_scripts_resolve_to_the_cli_mains(monkeypatch):
-  declared = _declared_console_scripts(monkeypatch)
+def _requirement_lines(name) -> list:
+  lines = (REPO_ROOT / name).read_text(encoding="utf-8").splitlines()
+  return [l.strip() for l in lines if l.strip() and not l.startswith(("#", "-r"))]
+
+
+def test_console_scripts_resolve_to_the_cli_mains():
+  declared = _pyproject()["project"]["scripts"]
   assert set(declared) == COMMANDS
   for name, target in declared.items():
     module, attr = target.split(":")
     assert module.startswith("electra_tf.cli."), (name, target)
     fn = getattr(importlib.import_module(module), attr)
     assert callable(fn), (name, target)
-  try:  # an installed copy (pip install -e . after this setup.py) declares the same commands
+  try:  # an installed copy (pip install -e . after this pyproject.toml) declares the same commands
     installed = importlib.metadata.distribution("electra-tf").entry_points
   except importlib.metadata.PackageNotFoundError:
     return
   installed = {ep.name: ep.value.replace(" ", "") for ep in installed if ep.group == "console_scripts"}
   if installed:
     assert installed == declared
+
+
+def test_test_extra_matches_requirements_test_txt():
+  """scripts/setup_env.sh installs requirements-test.txt; ``pip install .[test]`` installs the same pins."""
+  extras = _pyproject()["project"]["optional-dependencies"]
+  assert sorted(extras["test"]) == sorted(_requirement_lines("requirements-test.txt"))
+  assert extras["beam"] == [l for l in extras["test"] if l.startswith("apache-beam")]
 
 
 def test_no_script_changes_sys_path():
