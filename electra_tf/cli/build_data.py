@@ -42,13 +42,17 @@ def parse_args(argv=None):
   src.add_argument("--corpus-dir", help="directory of text files: one sentence per line, blank line "
                    "between documents (.gz/.bz2 allowed)")
   src.add_argument("--wikipedia-dump", action="append", default=[],
-                   help="MediaWiki pages-articles .xml or .xml.bz2 (repeatable)")
+                   help="MediaWiki pages-articles .xml or .xml.bz2 (repeatable); a multistream dump with "
+                   "its -index.txt.bz2 beside it is read as many ranges of streams")
   src.add_argument("--books-dir", help="directory of books, one book per text file")
   src.add_argument("--tfds-name", help="tensorflow-datasets text set, e.g. wikipedia/20230601.en")
   src.add_argument("--tfds-split", default="train")
   src.add_argument("--tfds-text-key", default="text")
   src.add_argument("--tfds-data-dir", default=None)
   src.add_argument("--tfds-download", action="store_true", help="let tfds download and prepare it")
+  src.add_argument("--openwebtext-dir", help="OpenWebText: the directory of urlsf_subset*.xz archives that "
+                   "openwebtext.tar.xz unpacks to, or openwebtext.tar.xz itself (streamed, never extracted); "
+                   "each .txt is one document")
   p.add_argument("--vocab-file", help="WordPiece vocab.txt or SentencePiece .model")
   p.add_argument("--output-dir", help="where the TFRecords and metadata.json go")
   p.add_argument("--max-seq-length", type=int, default=128)
@@ -82,7 +86,7 @@ def parse_args(argv=None):
 
 def _use_sample_setup_if_no_data(args):
   """No data arguments at all: the embedded sample setup. Some but not all: say what is missing."""
-  sources = args.corpus_dir or args.wikipedia_dump or args.books_dir or args.tfds_name
+  sources = args.corpus_dir or args.wikipedia_dump or args.books_dir or args.tfds_name or args.openwebtext_dir
   if not (sources or args.vocab_file or args.output_dir):
     sample = common.sample_setup(build_records=False)
     args.corpus_dir, args.vocab_file = str(sample.root / "corpus"), str(sample.vocab_file)
@@ -118,6 +122,7 @@ def _run(args):
                         "pass --runner DirectRunner|DataflowRunner|SparkRunner|FlinkRunner")
   kwargs = dict(
       corpus_dir=args.corpus_dir, wikipedia_dumps=args.wikipedia_dump, books_dir=args.books_dir, tfds=tfds,
+      openwebtext=args.openwebtext_dir,
       max_seq_length=args.max_seq_length, num_processes=args.num_processes,
       blanks_separate_docs=args.blanks_separate_docs, do_lower_case=args.do_lower_case,
       strip_accents=args.strip_accents, seed=args.seed, num_shards=args.num_shards,

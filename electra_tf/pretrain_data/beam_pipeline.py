@@ -1,9 +1,13 @@
 """The pre-training data build as an Apache Beam pipeline: the same job on Dataflow, Spark, Flink or locally.
 
-  corpus units (listed here) -> read a unit, cut it into chunks (build.iter_unit_chunks)
-    -> Reshuffle -> tokenize + pack each chunk (build.process_chunk, the local builder's function)
+  corpus units (listed here) -> read a unit, cut it into chunks (units.iter_unit_payloads)
+    -> Reshuffle -> clean, tokenize + pack each chunk (build.process_payload, the local builder's function)
     -> each example to a shard -> GroupByKey -> write each shard file (sorted, with its count and SHA-256)
     -> metadata.json (build.build_metadata) -> the temporary directory becomes ``output_dir``
+
+A dump is many units when its multistream index sits beside it (ranges of its bzip2 streams, each read by
+the worker that packs it); read whole, only its XML is split into pages by one reader, and the wikitext
+cleanup runs after the Reshuffle, on every worker. Each OpenWebText archive is a unit.
 
 A chunk's randomness is seeded from (seed, unit key, chunk index within the unit), never from the worker,
 so for a seed the pipeline writes exactly the multiset of examples the local builder writes; examples go to
@@ -35,6 +39,7 @@ from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build
 from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
+from electra_tf.pretrain_data import units as units_lib
 
 try:
   import apache_beam as beam
@@ -56,13 +61,21 @@ def _require_beam():
 
 
 def _read_unit(element, chunk_chars):
-  """(unit ordinal, CorpusUnit) -> ((ordinal, chunk index), chunk key, documents) per chunk, then its
-  reading statistics as the "stats" output."""
+  """(unit ordinal, CorpusUnit) -> ((ordinal, chunk index), chunk key, payload) per chunk, then its
+  reading statistics (files read and skipped) as the "stats" output."""
   ordinal, unit = element
   stats = corpus_lib.CorpusStats()
-  for c, docs in build.iter_unit_chunks(unit, stats, chunk_chars):
-    yield (ordinal, c), build.chunk_key(unit.key, c), docs
+  for c, (key, payload) in enumerate(units_lib.iter_unit_payloads(unit, stats, chunk_chars)):
+    yield (ordinal, c), key, payload
   yield beam.pvalue.TaggedOutput("stats", (ordinal, stats))
+
+
+def _sum_counts(counts):
+  """(word pieces, documents, sentences) summed; CombineGlobally's function."""
+  total = [0, 0, 0]
+  for c in counts:
+    total = [a + b for a, b in zip(total, c)]
+  return tuple(total)
 
 
 def _shard_offset(key, split, num_shards):
@@ -73,8 +86,9 @@ def _shard_offset(key, split, num_shards):
 
 
 class _PackChunks(beam.DoFn if beam else object):
-  """Tokenizes and packs chunks with build.process_chunk; emits ((split, shard), (position, length,
-  serialized tf.train.Example)), position = (unit ordinal, chunk index, row) orders each shard."""
+  """Cleans, tokenizes and packs chunks with build.process_payload; emits ((split, shard), (position,
+  length, serialized tf.train.Example)), position = (unit ordinal, chunk index, row) orders each shard,
+  and (word pieces, documents, sentences) as the "counts" output."""
 
   def __init__(self, vocab_name, vocab_bytes, do_lower_case, strip_accents, seed, max_seq_length,
                eval_fraction, shard_counts):
@@ -100,16 +114,16 @@ class _PackChunks(beam.DoFn if beam else object):
     return beam.typehints.Any
 
   def process(self, element):
-    (ordinal, c), key, docs = element
-    result = build.process_chunk(self._tokenizer, 0, docs, self._seed, self._max_seq_length,
-                                 self._eval_fraction, key)
+    (ordinal, c), key, payload = element
+    result = build.process_payload(self._tokenizer, 0, payload, self._seed, self._max_seq_length,
+                                   self._eval_fraction, key)
     for split, num_shards in self._shard_counts.items():
       ids, seg, lengths = result.splits[split]
       offset = _shard_offset(key, split, num_shards)
       for row in range(ids.shape[0]):
         yield ((split, (offset + row) % num_shards),
                ((ordinal, c, row), int(lengths[row]), build.serialize_example(ids[row], seg[row], lengths[row])))
-    yield beam.pvalue.TaggedOutput("pieces", result.num_pieces)
+    yield beam.pvalue.TaggedOutput("counts", (result.num_pieces, result.num_documents, result.num_sentences))
 
 
 def _shard_name(split, shard, shard_counts):
@@ -129,15 +143,14 @@ def _write_shard(shard_and_records, tmp_dir, shard_counts):
   return split, name, len(records), sum(r[1] for r in records), tokenization.file_checksum(path)
 
 
-def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, num_pieces, settings):
+def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, counts, settings):
   """Writes the shards no example went to (empty files, as the local builder leaves them) and then
   ``metadata.json``, the mark of a complete build."""
   stats = corpus_lib.CorpusStats()
   for _, s in sorted(unit_stats, key=lambda item: item[0]):  # corpus order, as the local builder lists them
     stats.files_read += s.files_read
     stats.files_skipped += s.files_skipped
-    stats.documents += s.documents
-    stats.sentences += s.sentences
+  num_pieces, stats.documents, stats.sentences = counts
   written = {name: (split, n, tokens, sha) for split, name, n, tokens, sha in shard_results}
   splits = {}
   for split, num_shards in shard_counts.items():
@@ -172,15 +185,15 @@ def make_pipeline(pipeline, units, tmp_dir, vocab_file, do_lower_case, strip_acc
             | "SpreadChunks" >> beam.Reshuffle()  # one large unit (a dump) still packs on every worker
             | "TokenizeAndPack" >> beam.ParDo(_PackChunks(*vocab, do_lower_case, strip_accents, seed,
                                                           max_seq_length, eval_fraction, shard_counts))
-            .with_outputs("pieces", main="examples"))
+            .with_outputs("counts", main="examples"))
   shards = (packed.examples
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShards" >> beam.Map(_write_shard, tmp_dir, shard_counts))
-  pieces = packed.pieces | "CountPieces" >> beam.CombineGlobally(sum)
+  counts = packed.counts | "Count" >> beam.CombineGlobally(_sum_counts)
   _ = (pipeline
        | "Once" >> beam.Create([None])
        | "Finalize" >> beam.Map(_finalize, tmp_dir, shard_counts, beam.pvalue.AsList(read.stats),
-                                beam.pvalue.AsList(shards), beam.pvalue.AsSingleton(pieces), settings))
+                                beam.pvalue.AsList(shards), beam.pvalue.AsSingleton(counts), settings))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -240,9 +253,10 @@ def _worker_error(error):
 
 
 def build_with_beam(output_dir, vocab_file, runner="DirectRunner", pipeline_args=(), corpus_dir=None,
-                    wikipedia_dumps=(), books_dir=None, tfds=None, max_seq_length=128, num_processes=1,
-                    blanks_separate_docs=True, do_lower_case=True, strip_accents=None, seed=0,
-                    num_shards=1000, eval_fraction=0.0, num_eval_shards=None, chunk_chars=1 << 20):
+                    wikipedia_dumps=(), books_dir=None, tfds=None, openwebtext=None, max_seq_length=128,
+                    num_processes=1, blanks_separate_docs=True, do_lower_case=True, strip_accents=None,
+                    seed=0, num_shards=1000, eval_fraction=0.0, num_eval_shards=None, chunk_chars=1 << 20,
+                    dump_unit_bytes=units_lib.DUMP_UNIT_BYTES):
   """build.build_pretraining_dataset's job as a Beam pipeline on ``runner``; same arguments and output
   (the same multiset of examples for a seed), plus ``runner`` and ``pipeline_args`` (Beam's own flags,
   e.g. ``--project``, ``--region``, ``--temp_location`` for Dataflow). Blocks until the pipeline ends.
@@ -257,9 +271,10 @@ def build_with_beam(output_dir, vocab_file, runner="DirectRunner", pipeline_args
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # inherited by DirectRunner worker processes
   sources, tokenizer, units = build.prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir,
                                             tfds, max_seq_length, num_processes, blanks_separate_docs,
-                                            do_lower_case, strip_accents, num_shards, eval_fraction)
+                                            do_lower_case, strip_accents, num_shards, eval_fraction,
+                                            num_eval_shards, openwebtext, dump_unit_bytes)
   if runner == "DataflowRunner":
-    local = [str(p) for p in (output_dir, *[u.path for u in units if u.path]) if not fileio.is_remote(p)]
+    local = [str(p) for p in (output_dir, *units_lib.source_paths(units)) if not fileio.is_remote(p)]
     if local:
       raise DataPrepError(f"--runner DataflowRunner: its workers cannot read or write {local[0]} on this "
                           "machine; put the corpus and --output-dir in Cloud Storage (gs://...)")

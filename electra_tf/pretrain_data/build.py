@@ -10,10 +10,8 @@ written into a temporary sibling directory that is renamed to ``output_dir`` onl
 """
 
 import collections
-import itertools
-import multiprocessing
+import functools
 import os
-import queue
 import random
 import sys
 import time
@@ -25,6 +23,8 @@ from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
 from electra_tf.pretrain_data import packing
+from electra_tf.pretrain_data import pool as pool_lib
+from electra_tf.pretrain_data import units as units_lib
 from electra_tf.pretrain_data.corpus import DataPrepError
 
 TRAIN_PREFIX = "pretrain_data.tfrecord"  # the reference's names: pretrain_data.tfrecord-{i}-of-{n}
@@ -57,7 +57,14 @@ def _init_worker(vocab_file, do_lower_case, strip_accents, single_thread):
 
 
 def _process_chunk(args):
-  return process_chunk(_WORKER["tokenizer"], *args)
+  return process_payload(_WORKER["tokenizer"], *args)
+
+
+def process_payload(tokenizer, index, payload, seed, max_seq_length, eval_fraction, key=None):
+  """process_chunk on a chunk's payload (units.iter_unit_payloads): its documents are made here, so a
+  dump's wikitext cleanup or an archive's decompression runs wherever the chunk is packed."""
+  return process_chunk(tokenizer, index, units_lib.payload_documents(payload), seed, max_seq_length,
+                       eval_fraction, key)
 
 
 def process_chunk(tokenizer, index, docs, seed, max_seq_length, eval_fraction, key=None):
@@ -101,42 +108,12 @@ def process_chunk(tokenizer, index, docs, seed, max_seq_length, eval_fraction, k
   return ChunkResult(index, splits, len(flat), len(sentences), len(docs))
 
 
-def iter_chunks(documents, chunk_chars):
-  """Groups documents into lists of about ``chunk_chars`` characters (documents are never split)."""
-  chunk, size = [], 0
-  for doc in documents:
-    chunk.append(doc)
-    size += sum(len(s) for s in doc)
-    if size >= chunk_chars:
-      yield chunk
-      chunk, size = [], 0
-  if chunk:
-    yield chunk
-
-
-def chunk_key(unit_key, chunk_index):
-  return f"{unit_key}:{chunk_index}"
-
-
-def iter_unit_chunks(unit, stats, chunk_chars):
-  """(chunk index within ``unit``, documents) for each chunk of one corpus unit; counts the unit's
-  documents and sentences into ``stats``. The local builder and the Beam pipeline both cut units here."""
-  return enumerate(iter_chunks(_counted(corpus_lib.iter_unit_documents(unit, stats), stats), chunk_chars))
-
-
-def _counted(documents, stats):
-  for doc in documents:
-    stats.documents += 1
-    stats.sentences += len(doc)
-    yield doc
-
-
 def iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars):
-  """process_chunk's arguments for every chunk of every unit, in corpus order (index = that order)."""
+  """process_payload's arguments for every chunk of every unit, in corpus order (index = that order)."""
   index = 0
   for unit in units:
-    for c, docs in iter_unit_chunks(unit, stats, chunk_chars):
-      yield index, docs, seed, max_seq_length, eval_fraction, chunk_key(unit.key, c)
+    for key, payload in units_lib.iter_unit_payloads(unit, stats, chunk_chars):
+      yield index, payload, seed, max_seq_length, eval_fraction, key
       index += 1
 
 
@@ -190,7 +167,7 @@ class _ShardWriter:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources):
+def _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources, num_eval_shards=None):
   if max_seq_length < 5:
     raise DataPrepError(f"--max-seq-length is {max_seq_length}; use at least 5 (the reference packs "
                         "[CLS] A [SEP] B [SEP] and draws random lengths from 5 up)")
@@ -198,18 +175,25 @@ def _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
     raise DataPrepError(f"--num-shards is {num_shards}; use 1 or more")
   if not 0.0 <= eval_fraction < 1.0:
     raise DataPrepError(f"--eval-fraction is {eval_fraction}; use a value in [0, 1)")
+  if num_eval_shards is not None and num_eval_shards < 1:
+    raise DataPrepError(f"--num-eval-shards is {num_eval_shards}; use 1 or more, or leave it out for "
+                        "max(1, round(num_shards * eval_fraction))")
   if num_processes < 1:
     raise DataPrepError(f"--num-processes is {num_processes}; use 1 or more")
   if not sources:
-    raise DataPrepError("no corpus given; pass --corpus-dir, --wikipedia-dump, --books-dir or "
-                        "--tfds-name")
+    raise DataPrepError("no corpus given; pass --corpus-dir, --wikipedia-dump, --books-dir, --tfds-name "
+                        "or --openwebtext-dir")
 
 
-def iter_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds):
-  """Every document of the sources in corpus order (counted into ``stats``)."""
-  units = corpus_lib.list_units(corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds)
-  return _counted(itertools.chain.from_iterable(corpus_lib.iter_unit_documents(u, stats) for u in units),
-                  stats)
+def iter_documents(stats, corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds,
+                   openwebtext=None):
+  """Every document of the sources in corpus order, read in this process (counted into ``stats``)."""
+  units = units_lib.list_units(corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds, openwebtext)
+  for unit in units:
+    for doc in units_lib.iter_unit_documents(unit, stats):
+      stats.documents += 1
+      stats.sentences += len(doc)
+      yield doc
 
 
 def tokenizer_metadata(tokenizer, vocab_file) -> dict:
@@ -255,44 +239,48 @@ def warn_skipped(stats):
 
 
 def eval_shard_count(num_shards, eval_fraction, num_eval_shards=None):
-  return num_eval_shards or max(1, round(num_shards * eval_fraction))
+  return num_eval_shards if num_eval_shards is not None else max(1, round(num_shards * eval_fraction))
 
 
 def prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir, tfds, max_seq_length,
-            num_processes, blanks_separate_docs, do_lower_case, strip_accents, num_shards, eval_fraction):
+            num_processes, blanks_separate_docs, do_lower_case, strip_accents, num_shards, eval_fraction,
+            num_eval_shards=None, openwebtext=None, dump_unit_bytes=units_lib.DUMP_UNIT_BYTES):
   """The checks made before any text is read, for the local builder and the Beam pipeline alike.
 
   Returns:
-    (sources, tokenizer, units): the sources given, the loaded tokenizer and corpus.list_units.
+    (sources, tokenizer, units): the sources given, the loaded tokenizer and units.list_units.
   """
-  sources = [s for s in (corpus_dir, *(wikipedia_dumps or ()), books_dir, tfds) if s]
-  _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources)
+  sources = [s for s in (corpus_dir, *(wikipedia_dumps or ()), books_dir, tfds, openwebtext) if s]
+  _validate(max_seq_length, num_shards, eval_fraction, num_processes, sources, num_eval_shards)
   runtime.check_writable(output_dir, "output directory", directory=True)
   try:
     tokenizer = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
   except ValueError as e:
     raise DataPrepError(str(e)) from None
-  # Fails early on a missing directory or dump.
-  units = corpus_lib.list_units(corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds)
+  # Fails early on a missing directory or dump, or a multistream index that does not match its dump.
+  units = units_lib.list_units(corpus_dir, blanks_separate_docs, wikipedia_dumps, books_dir, tfds, openwebtext,
+                               dump_unit_bytes)
   return sources, tokenizer, units
 
 
 def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia_dumps=(),
-                              books_dir=None, tfds=None, max_seq_length=128, num_processes=1,
+                              books_dir=None, tfds=None, openwebtext=None, max_seq_length=128, num_processes=1,
                               blanks_separate_docs=True, do_lower_case=True, strip_accents=None,
                               seed=0, num_shards=1000, eval_fraction=0.0, num_eval_shards=None,
                               progress=True, chunk_chars=1 << 20, parent_takes_chunks=True,
-                              min_bytes_per_worker=MIN_BYTES_PER_WORKER):
+                              min_bytes_per_worker=MIN_BYTES_PER_WORKER,
+                              dump_unit_bytes=units_lib.DUMP_UNIT_BYTES):
   """Builds pre-training TFRecords and ``metadata.json`` in ``output_dir`` (replaced when complete).
 
   Args:
     output_dir: where ``pretrain_data.tfrecord-{i}-of-{num_shards}`` (and, with eval_fraction > 0,
       ``pretrain_eval.tfrecord-*``) and ``metadata.json`` go.
     vocab_file: WordPiece vocab.txt or SentencePiece .model.
-    corpus_dir / wikipedia_dumps / books_dir / tfds: corpus sources (any combination); ``tfds`` is a
-      dict of iter_tfds kwargs (name, split, text_key, data_dir, download).
+    corpus_dir / wikipedia_dumps / books_dir / tfds / openwebtext: corpus sources (any combination);
+      ``tfds`` is a dict of iter_tfds kwargs (name, split, text_key, data_dir, download); ``openwebtext``
+      a directory of urlsf_subset*.xz archives or openwebtext.tar.xz.
     max_seq_length, blanks_separate_docs, do_lower_case, strip_accents: as the reference's flags.
-    num_processes: tokenizing/packing worker processes.
+    num_processes: processes that clean (dumps), decompress (OpenWebText), tokenize and pack.
     seed: seeds every chunk's random.Random; same seed -> same files, whatever num_processes.
     num_shards: training shards (the reference hard-codes 1000).
     eval_fraction: fraction of documents held out for pre-training eval.
@@ -304,6 +292,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
     min_bytes_per_worker: when the corpus size is known (corpus_dir only), an extra process is started
       only per this many bytes of text; a worker's start-up (a TensorFlow runtime, seconds of CPU) costs
       more than it saves on a smaller corpus. 0 starts every requested process.
+    dump_unit_bytes: compressed bytes per unit of a multistream dump read through its index.
 
   Returns:
     The metadata dict (also written to ``output_dir/metadata.json``).
@@ -313,9 +302,11 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
   """
   sources, tokenizer, units = prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir, tfds,
                                      max_seq_length, num_processes, blanks_separate_docs, do_lower_case,
-                                     strip_accents, num_shards, eval_fraction)
+                                     strip_accents, num_shards, eval_fraction, num_eval_shards, openwebtext,
+                                     dump_unit_bytes)
   if corpus_dir:
-    if num_processes > 1 and min_bytes_per_worker and not (wikipedia_dumps or books_dir or tfds):
+    if (num_processes > 1 and min_bytes_per_worker and not (wikipedia_dumps or books_dir or tfds or openwebtext)
+        and not any(corpus_lib.is_wikipedia_dump(u.path) for u in units)):
       corpus_bytes = sum(fileio.getsize(u.path) for u in units)
       useful = 1 + corpus_bytes // min_bytes_per_worker
       if useful < num_processes:
@@ -336,10 +327,12 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
         writers["eval"] = _ShardWriter(tf, tmp_dir, EVAL_PREFIX, num_eval_shards)
       tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
       if num_processes == 1:
-        results = (process_chunk(tokenizer, *t) for t in tasks)
+        results = (process_payload(tokenizer, *t) for t in tasks)
       else:
-        pool = _SharedWork(tokenizer, tasks, num_processes - 1,
-                           (str(vocab_file), do_lower_case, strip_accents, True), parent_takes_chunks)
+        pool = pool_lib.SharedWork(functools.partial(process_payload, tokenizer), tasks, num_processes - 1,
+                                   functools.partial(_worker_main, (str(vocab_file), do_lower_case,
+                                                                    strip_accents, True)),
+                                   parent_takes_chunks)
         results = pool.results()
       totals = collections.Counter()
       bar = _progress_bar(progress)
@@ -347,6 +340,8 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
         for split, writer in writers.items():
           writer.write(*result.splits[split])
         totals["pieces"] += result.num_pieces
+        stats.documents += result.num_documents
+        stats.sentences += result.num_sentences
         if bar is not None:
           bar.update(result.num_pieces)
           bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
@@ -375,85 +370,8 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
 
 
 def _worker_main(init_args, task_q, result_q):
-  try:
-    _init_worker(*init_args)
-    while True:
-      task = task_q.get()
-      if task is None:
-        return
-      result_q.put(_process_chunk(task))
-  except BaseException as e:  # pylint: disable=broad-except
-    result_q.put(("error", f"{type(e).__name__}: {e}"))
-
-
-class _SharedWork:
-  """The parent and ``num_workers`` spawned processes take chunks from one queue.
-
-  The parent works too (its tokenizer is already loaded), so no time is lost while the workers start up
-  (importing TensorFlow takes seconds); results are yielded in chunk order and at most ``2 * processes``
-  chunks are in flight, which bounds memory.
-  """
-
-  def __init__(self, tokenizer, tasks, num_workers, init_args, parent_works=True):
-    self._parent_works = parent_works
-    ctx = multiprocessing.get_context("spawn")
-    self._tokenizer = tokenizer
-    self._tasks = iter(tasks)
-    self._task_q = ctx.Queue()
-    self._result_q = ctx.Queue()
-    self._max_pending = 2 * (num_workers + 1)
-    self._procs = [ctx.Process(target=_worker_main, args=(init_args, self._task_q, self._result_q),
-                               daemon=True) for _ in range(num_workers)]
-    for proc in self._procs:
-      proc.start()
-
-  def _receive(self, result, done):
-    if isinstance(result, tuple) and result and result[0] == "error":
-      raise RuntimeError(f"a data prep worker failed: {result[1]}")
-    done[result.index] = result
-
-  def results(self):
-    done, submitted, next_index, exhausted = {}, 0, 0, False
-    while True:
-      while not exhausted and submitted - next_index < self._max_pending:
-        task = next(self._tasks, None)
-        if task is None:
-          exhausted = True
-        else:
-          self._task_q.put(task)
-          submitted += 1
-      while True:
-        try:
-          self._receive(self._result_q.get_nowait(), done)
-        except queue.Empty:
-          break
-      while next_index in done:
-        yield done.pop(next_index)
-        next_index += 1
-      if exhausted and next_index == submitted:
-        return
-      try:  # no result ready: work on a queued chunk here instead of waiting
-        if not self._parent_works:
-          raise queue.Empty
-        task = self._task_q.get(timeout=0.05)
-        done[task[0]] = process_chunk(self._tokenizer, *task)
-      except queue.Empty:
-        try:
-          self._receive(self._result_q.get(timeout=1.0), done)
-        except queue.Empty:
-          if not all(p.is_alive() for p in self._procs):
-            raise RuntimeError("a data prep worker process died (out of memory?)") from None
-
-  def close(self, terminate=False):
-    """Stops the workers; all results are in, so one still starting up is simply terminated."""
-    if not terminate:
-      for _ in self._procs:
-        self._task_q.put(None)
-    for proc in self._procs:
-      proc.join(timeout=0 if terminate else 0.5)
-      if proc.is_alive():
-        proc.terminate()
-        proc.join()
+  """A worker process: loads the tokenizer once, then packs tasks until it gets None."""
+  pool_lib.serve(task_q, result_q, lambda: _init_worker(*init_args), _process_chunk)
 
 
 def _progress_bar(enabled):

@@ -15,16 +15,15 @@ import dataclasses
 import gzip
 import io
 import os
-import re
 import sys
-import xml.etree.ElementTree as ET
 
 import blingfire
-import mwparserfromhell
 import tensorflow_datasets as tfds
 
 from electra_tf import fileio
 from electra_tf.errors import DataPrepError
+from electra_tf.pretrain_data import openwebtext as openwebtext_lib
+from electra_tf.pretrain_data import wikipedia, wikitext
 
 
 @dataclasses.dataclass
@@ -36,16 +35,11 @@ class CorpusStats:
   sentences: int = 0
 
 
-def _decompress(opener, path):
-  # A remote file (gs://) is streamed through tf.io.gfile; local ones keep the library's own open.
-  return opener(fileio.open_file(path, "rb") if fileio.is_remote(path) else path, "rb")
-
-
 def _open_binary(path):
   if path.endswith(".gz"):
-    return _decompress(gzip.open, path)
+    return wikipedia.decompressing(gzip.open, path)
   if path.endswith(".bz2"):
-    return _decompress(bz2.open, path)
+    return wikipedia.decompressing(bz2.open, path)
   return fileio.open_file(path, "rb")
 
 
@@ -108,7 +102,7 @@ def iter_text_file(path, blanks_separate_docs=True, stats=None):
   stats = stats if stats is not None else CorpusStats()
   kind = _file_kind(path, stats)
   if kind == "dump":
-    yield from _iter_found_dump(path, stats)
+    yield from _documents(_iter_found_dump(path, stats), article_document)
   elif kind == "text":
     yield from iter_text_file_documents(path, blanks_separate_docs)
 
@@ -124,6 +118,13 @@ def _file_kind(path, stats):
     return None
   stats.files_read += 1
   return "text"
+
+
+def _documents(items, to_document):
+  for item in items:
+    doc = to_document(item)
+    if doc:
+      yield doc
 
 
 def iter_text_dir(corpus_dir, blanks_separate_docs=True, stats=None):
@@ -154,73 +155,23 @@ def text_to_document(text):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Wikipedia XML dumps.
+# Wikipedia XML dumps (wikipedia.py splits them into pages, wikitext.py cleans a page).
 
-# Links into these namespaces are images, categories or interwiki links, not article text.
-_NON_TEXT_LINK = re.compile(r"^\s*:?\s*(file|image|category|media|wikipedia|wp|template|help|portal|"
-                            r"special|user|talk|[a-z]{2,3}(-[a-z]+)?)\s*:", re.IGNORECASE)
-
-
-def wikitext_to_text(wikitext):
-  """Wikitext markup -> plain paragraphs (mwparserfromhell): templates, tables, refs, files, categories
-  and headings removed; links keep their visible text."""
-  code = mwparserfromhell.parse(wikitext)
-  drop = {id(node) for node in code.filter_wikilinks(recursive=False) if _NON_TEXT_LINK.match(str(node.title))}
-  drop.update(id(node) for node in code.filter_tags(recursive=False)
-              if str(node.tag).lower() in ("ref", "table", "gallery", "math", "timeline", "references", "div"))
-  drop.update(id(node) for node in code.filter_headings(recursive=False))
-  # All are top-level nodes: one pass drops them. Wikicode.remove(node) walks the whole tree to find each
-  # node it removes (quadratic: a quarter of the cleanup's CPU on the test dump's pages).
-  code.nodes = [node for node in code.nodes if id(node) not in drop]
-  text = code.strip_code(normalize=True, collapse=True, keep_template_params=False)
-  paragraphs = []
-  for line in text.split("\n"):
-    line = line.strip()
-    # Leftover table/list markup lines carry no sentences.
-    if line and not line.startswith(("{|", "|", "!", "*", "#", ";", ":")):
-      paragraphs.append(line)
-  return "\n".join(paragraphs)
+is_wikipedia_dump = wikipedia.is_wikipedia_dump
+wikitext_to_text = wikitext.wikitext_to_text
 
 
-# The compression of a dump is read from its first bytes, so a renamed or oddly named dump still opens.
-_BZ2_MAGIC, _GZIP_MAGIC = b"BZh", b"\x1f\x8b"
-_DUMP_ROOT = b"<mediawiki"
-_DUMP_SNIFF_BYTES = 1 << 12  # the root element follows at most an XML declaration and a comment
-
-
-def _open_dump(path):
-  with fileio.open_file(path, "rb") as f:
-    magic = f.read(3)
-  if magic.startswith(_BZ2_MAGIC):
-    return _decompress(bz2.open, path)
-  if magic.startswith(_GZIP_MAGIC):
-    return _decompress(gzip.open, path)
-  return fileio.open_file(path, "rb")
-
-
-def _dump_head(path):
-  with _open_dump(path) as f:
-    return f.read(_DUMP_SNIFF_BYTES)
-
-
-def is_wikipedia_dump(path):
-  """True when ``path`` (plain, bzip2 or gzip) opens with a MediaWiki XML export's root element."""
-  try:
-    return _DUMP_ROOT in _dump_head(path)
-  except (OSError, EOFError):
-    return False  # unreadable: the text check skips it with the reason
+def article_document(page_wikitext):
+  """One article's raw wikitext -> its document (list of sentences; empty when no prose is left)."""
+  return text_to_document(wikitext_to_text(page_wikitext))
 
 
 def _iter_found_dump(path, stats):
   """A dump found in a directory of text files: said once on stderr, then read as ``--wikipedia-dump``."""
   print(f"note: {path} is a MediaWiki XML dump: reading its articles as --wikipedia-dump does", file=sys.stderr)
   stats.wikipedia_dumps.append(path)
-  yield from iter_wikipedia_dump(path, stats)
-
-
-def _damaged_dump(path, problem):
-  return DataPrepError(f"Wikipedia dump {path} is truncated or corrupt ({problem}); download it again and "
-                       "pass the complete pages-articles .xml or .xml.bz2 file")
+  stats.files_read += 1
+  return wikipedia.iter_articles(path)
 
 
 def iter_wikipedia_dump(path, stats=None):
@@ -230,48 +181,12 @@ def iter_wikipedia_dump(path, stats=None):
   or gzip stream that ends early or fails to decompress) raises ``DataPrepError`` naming it.
   """
   stats = stats if stats is not None else CorpusStats()
-  if not fileio.isfile(path):
-    raise DataPrepError(f"Wikipedia dump {path} not found; pass a pages-articles .xml or .xml.bz2 file")
-  try:
-    head = _dump_head(path)
-  except EOFError as e:
-    raise _damaged_dump(path, f"the compressed stream ends early: {e}") from None
-  except OSError as e:
-    raise _damaged_dump(path, f"{type(e).__name__}: {e}") from None
-  if _DUMP_ROOT not in head:
-    raise DataPrepError(f"{path} is not a MediaWiki XML dump (no <mediawiki> element at its start); pass a "
-                        "pages-articles .xml or .xml.bz2 file (plain text files go in --corpus-dir)")
+  wikipedia.check_dump(path)
   stats.files_read += 1
-  try:
-    with _open_dump(path) as f:
-      for _, elem in ET.iterparse(f, events=("end",)):
-        if _local(elem.tag) != "page":
-          continue
-        ns = redirect = text = None
-        for child in elem.iter():
-          name = _local(child.tag)
-          if name == "ns":
-            ns = (child.text or "").strip()
-          elif name == "redirect":
-            redirect = True
-          elif name == "text":
-            text = child.text or ""
-        elem.clear()  # keep memory flat while streaming
-        if ns not in (None, "0") or redirect or not text or text.lstrip().lower().startswith("#redirect"):
-          continue
-        doc = text_to_document(wikitext_to_text(text))
-        if doc:
-          yield doc
-  except ET.ParseError as e:
-    raise _damaged_dump(path, f"not valid XML: {e}") from None
-  except EOFError as e:  # bz2/gzip: the stream ends before its end-of-stream marker
-    raise _damaged_dump(path, f"the compressed stream ends early: {e}") from None
-  except OSError as e:  # bz2 "Invalid data stream", gzip BadGzipFile / CRC errors
-    raise _damaged_dump(path, f"{type(e).__name__}: {e}") from None
-
-
-def _local(tag):
-  return tag.rsplit("}", 1)[-1]
+  for text in wikipedia.iter_articles(path):
+    doc = article_document(text)
+    if doc:
+      yield doc
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -296,7 +211,7 @@ def iter_book(path, stats=None):
   stats = stats if stats is not None else CorpusStats()
   kind = _file_kind(path, stats)
   if kind == "dump":
-    yield from _iter_found_dump(path, stats)
+    yield from _documents(_iter_found_dump(path, stats), article_document)
     return
   if kind is None:
     return
@@ -337,56 +252,3 @@ def iter_tfds(name, split="train", text_key="text", data_dir=None, download=Fals
       yield doc
 
 
-# ---------------------------------------------------------------------------------------------------
-# The corpus as independently readable units.
-
-
-@dataclasses.dataclass(frozen=True)
-class CorpusUnit:
-  """One piece of the corpus read start to end by one reader: a file of a text directory, a Wikipedia
-  dump, a book, a tensorflow-datasets split.
-
-  ``key`` names it the same on every machine (relative to its source, never an absolute path): the
-  builder seeds a chunk's randomness from (seed, key, chunk index within the unit), which a distributed
-  reader can compute alone, so the same examples come out whichever worker or process reads it.
-  """
-  key: str
-  kind: str  # "text", "wikipedia", "book" or "tfds"
-  path: str = ""
-  blanks_separate_docs: bool = True
-  tfds: tuple = ()  # iter_tfds keyword arguments as sorted (name, value) pairs
-
-
-def list_units(corpus_dir=None, blanks_separate_docs=True, wikipedia_dumps=(), books_dir=None, tfds=None):
-  """The units of the sources in corpus order: text files (sorted), dumps (as given), books (sorted),
-  then the tfds split. Listing reads no text; a missing directory or dump is an error here."""
-  units = []
-  if corpus_dir:
-    units += [CorpusUnit(f"text/{os.path.basename(p)}", "text", p, blanks_separate_docs)
-              for p in list_corpus_files(corpus_dir)]
-  for i, dump in enumerate(wikipedia_dumps or ()):
-    if not fileio.isfile(dump):
-      raise DataPrepError(f"Wikipedia dump {dump} not found; pass a pages-articles .xml or .xml.bz2 file")
-    units.append(CorpusUnit(f"wikipedia/{i}/{os.path.basename(str(dump))}", "wikipedia", str(dump)))
-  if books_dir:
-    root = str(books_dir)
-    units += [CorpusUnit("books/" + os.path.relpath(p, root).replace(os.sep, "/"), "book", p)
-              for p in list_books(root)]
-  if tfds:
-    units.append(CorpusUnit(f"tfds/{tfds['name']}/{tfds.get('split', 'train')}", "tfds",
-                            tfds=tuple(sorted(tfds.items()))))
-  return units
-
-
-def iter_unit_documents(unit, stats=None):
-  """The documents of one unit, as the source's own reader yields them."""
-  stats = stats if stats is not None else CorpusStats()
-  if unit.kind == "text":
-    return iter_text_file(unit.path, unit.blanks_separate_docs, stats)
-  if unit.kind == "wikipedia":
-    return iter_wikipedia_dump(unit.path, stats)
-  if unit.kind == "book":
-    return iter_book(unit.path, stats)
-  if unit.kind == "tfds":
-    return iter_tfds(stats=stats, **dict(unit.tfds))
-  raise ValueError(f"unknown corpus unit kind {unit.kind!r}")
