@@ -1,0 +1,94 @@
+"""Fine-tuning settings chosen on a validation split: a small grid, the best validation score, dev scored once.
+
+Every model in a comparison (pre-trained, MLM-only, random weights) gets its own best setting from the same
+grid (peak LR x epochs, layer-wise LR decay where it applies). ``select`` calls a scoring function per grid
+point and seed that reads only the validation split (``splits.write_subset``'s ``validation`` root), and picks
+the best median; ties go to the earlier grid point (lower LR, then fewer epochs: the cheaper setting).
+A chosen setting counts as *converged* when the grid holds more epochs at the same LR and decay and those
+did not raise the validation score; ``epoch_curve`` is that curve.
+"""
+
+import math
+import statistics
+import typing
+
+from electra_tf.finetuning.run import run_finetuning
+
+
+class Setting(typing.NamedTuple):
+  """One grid point: peak LR, epochs and layer-wise LR decay (None: the config's default)."""
+  learning_rate: float
+  epochs: float
+  layerwise_lr_decay: typing.Optional[float] = None
+
+  def hparams(self) -> dict:
+    hp = {"learning_rate": self.learning_rate, "num_train_epochs": float(self.epochs)}
+    if self.layerwise_lr_decay is not None:
+      hp["layerwise_lr_decay"] = self.layerwise_lr_decay
+    return hp
+
+  def key(self) -> str:
+    """E.g. ``lr3e-4_ep20_lwd0.8`` (file and run names)."""
+    mantissa, exponent = f"{self.learning_rate:.0e}".split("e")
+    decay = "" if self.layerwise_lr_decay is None else f"_lwd{self.layerwise_lr_decay:g}"
+    return f"lr{mantissa}e{int(exponent)}_ep{self.epochs:g}{decay}"
+
+  def describe(self) -> str:
+    decay = "" if self.layerwise_lr_decay is None else f", layer-wise decay {self.layerwise_lr_decay:g}"
+    return f"peak LR {self.learning_rate:g}, {self.epochs:g} epochs{decay}"
+
+
+def grid(learning_rates: typing.Sequence[float], epochs: typing.Sequence[float],
+         layerwise_lr_decays: typing.Sequence[typing.Optional[float]] = (None,)) -> typing.List[Setting]:
+  """Every combination, in the tie-breaking order: LR ascending, then decay, then epochs ascending."""
+  return [Setting(lr, e, d) for lr in sorted(learning_rates) for d in layerwise_lr_decays for e in sorted(epochs)]
+
+
+def choose(scores: typing.Mapping[Setting, typing.Sequence[float]],
+           order: typing.Sequence[Setting]) -> Setting:
+  """The setting with the best median score; a tie goes to the earliest in ``order``."""
+  ranked = [s for s in order if s in scores and scores[s]]
+  if not ranked:
+    raise ValueError("no scored setting to choose from")
+  return max(ranked, key=lambda s: (statistics.median(scores[s]), -ranked.index(s)))
+
+
+def epoch_curve(scores: typing.Mapping[Setting, typing.Sequence[float]], setting: Setting) -> list:
+  """[(epochs, median score)] of the grid points with ``setting``'s LR and decay, by epochs."""
+  same = [s for s in scores if (s.learning_rate, s.layerwise_lr_decay) ==
+          (setting.learning_rate, setting.layerwise_lr_decay)]
+  return [(s.epochs, statistics.median(scores[s])) for s in sorted(same, key=lambda s: s.epochs)]
+
+
+def converged(curve: typing.Sequence[typing.Tuple[float, float]], epochs: float) -> typing.Optional[bool]:
+  """Whether every point of ``curve`` with more than ``epochs`` epochs scores no higher than ``epochs`` does;
+  None when the curve has no point beyond it (convergence not shown)."""
+  at = dict(curve)[epochs]
+  later = [score for e, score in curve if e > epochs]
+  if not later:
+    return None
+  return all(score <= at for score in later)
+
+
+def select(score: typing.Callable[[Setting, int], float], settings: typing.Sequence[Setting],
+           seeds: typing.Sequence[int]) -> dict:
+  """Scores every setting with every seed through ``score(setting, seed)`` (a validation score) and chooses.
+  Returns ``{"chosen", "scores": {key: [per seed]}, "curve", "converged"}``."""
+  scores = {s: [float(score(s, seed)) for seed in seeds] for s in settings}
+  best = choose(scores, settings)
+  curve = epoch_curve(scores, best)
+  return {"chosen": best, "scores": {s.key(): v for s, v in scores.items()}, "curve": curve,
+          "converged": converged(curve, best.epochs), "seeds": list(seeds)}
+
+
+def finetune_score(config_factory: typing.Callable[..., typing.Any], setting: Setting, seed: int,
+                   raw_data_dir: str, task: str, metric: str) -> float:
+  """One fine-tuning trial with ``setting`` and ``seed`` on the task data in ``raw_data_dir``; its "dev" score
+  (the validation split on a ``validation`` root, dev on a ``dev`` root). ``config_factory(**overrides)``
+  makes the ``FinetuningConfig`` (model, data dir, init checkpoint and the rest)."""
+  cfg = config_factory(**setting.hparams(), seed=seed, num_trials=1, raw_data_dir=raw_data_dir,
+                       keep_all_models=False)
+  value = float(run_finetuning(cfg, progress=False)[-1][task][metric])
+  if not math.isfinite(value):
+    raise ValueError(f"{task} {metric} is {value} for {setting.describe()}, seed {seed}")
+  return value

@@ -1,0 +1,113 @@
+"""A validation split carved from a task's training data, and seeded label subsets, written as task data dirs.
+
+Model selection must never read dev. ``carve`` deals a task's training units (TSV rows or CoNLL sentences)
+once, by a seeded permutation, into a **validation** part and a **pool**; a labelled subset of size k is the
+first k units of the pool, so the subsets are nested (250 in 500 in 1,000 ...) and the same for every method
+that uses the same seed. A unit whose text also occurs in dev never goes to the validation part (it stays in
+the pool), so validation scores are never scores on dev sentences.
+
+``write_subset`` writes two data roots the fine-tuning runner reads as they are (``raw_data_dir``):
+
+- ``<out>/validation/<task>/``: ``train`` = the subset, ``dev`` = the validation part. A run on this root
+  "scores dev", which is the validation split: this is what model selection reads.
+- ``<out>/dev/<task>/``: the same ``train``, and the task's real ``dev`` (copied). Only the chosen setting is
+  scored here.
+"""
+
+import os
+import random
+import typing
+
+from electra_tf import fileio
+from electra_tf.errors import HParamError
+from electra_tf.finetuning.base import DataError
+
+FORMATS = {"tsv": ".tsv", "conll": ".txt"}
+
+
+class Units(typing.NamedTuple):
+  """A split file cut into units: ``header`` (TSV header line or ""), ``units`` (one row, or one sentence block
+  of CoNLL lines, each without its trailing newline) and ``texts`` (what decides overlap with dev)."""
+  header: str
+  units: typing.List[str]
+  texts: typing.List[str]
+
+
+def read_units(path: str, fmt: str, header: bool = True) -> Units:
+  """The units of a task file: TSV rows (``header``: the first line is a header) or CoNLL sentences."""
+  if fmt not in FORMATS:
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+  if not fileio.isfile(path):
+    raise DataError(path, None, "file not found")
+  with fileio.open_file(path, "r", newline="") as f:
+    text = f.read()
+  if fmt == "tsv":
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+      lines.pop()
+    head, rows = (lines[0], lines[1:]) if header and lines else ("", lines)
+    return Units(head, rows, [row.split("\t")[0] for row in rows])
+  blocks = [b.strip("\n") for b in text.replace("\r\n", "\n").split("\n\n")]
+  blocks = [b for b in blocks if b.strip() and not b.startswith("-DOCSTART-")]
+  words = [" ".join(line.split()[0] for line in b.split("\n") if line.strip()) for b in blocks]
+  return Units("", blocks, words)
+
+
+class Carving(typing.NamedTuple):
+  """Indexes into the training units: the validation part and the pool (in the seeded order)."""
+  validation: typing.List[int]
+  pool: typing.List[int]
+  seed: int
+
+
+def carve(train: Units, validation_size: int, seed: int, dev: typing.Optional[Units] = None) -> Carving:
+  """A seeded permutation of the training units dealt into ``validation_size`` validation units and the pool.
+  Units whose text occurs in ``dev`` are kept out of the validation part."""
+  n = len(train.units)
+  dev_texts = set(dev.texts) if dev is not None else set()
+  order = list(range(n))
+  random.Random(seed).shuffle(order)
+  validation, pool = [], []
+  for i in order:
+    if len(validation) < validation_size and train.texts[i] not in dev_texts:
+      validation.append(i)
+    else:
+      pool.append(i)
+  if len(validation) < validation_size or not pool:
+    raise HParamError(f"{n} training units cannot give {validation_size} validation units and a "
+                    "non-empty training pool; pass a smaller validation size")
+  return Carving(validation, pool, seed)
+
+
+def subset(carving: Carving, size: typing.Optional[int]) -> typing.List[int]:
+  """The first ``size`` units of the pool (None or a size past the pool: all of it)."""
+  return list(carving.pool if size is None else carving.pool[:size])
+
+
+def _write(path: str, units: Units, indexes: typing.Sequence[int], fmt: str):
+  fileio.makedirs(os.path.dirname(path))
+  parts = [units.units[i] for i in indexes]
+  if fmt == "tsv":
+    body = "".join(line + "\n" for line in ([units.header] if units.header else []) + parts)
+  else:
+    body = "".join(block + "\n\n" for block in parts)
+  with fileio.open_file(path, "w") as f:
+    f.write(body)
+
+
+def write_subset(task_dir: str, task_name: str, out: str, fmt: str, validation_size: int,
+                 size: typing.Optional[int], seed: int, header: bool = True) -> dict:
+  """Writes ``<out>/validation/<task_name>/`` and ``<out>/dev/<task_name>/`` (module docstring) from the task's
+  ``train`` and ``dev`` files in ``task_dir``; returns the counts and the unit indexes used."""
+  ext = FORMATS[fmt]
+  train = read_units(os.path.join(task_dir, "train" + ext), fmt, header)
+  dev = read_units(os.path.join(task_dir, "dev" + ext), fmt, header)
+  carving = carve(train, validation_size, seed, dev)
+  chosen = subset(carving, size)
+  for root, eval_units, eval_indexes in (("validation", train, carving.validation),
+                                         ("dev", dev, range(len(dev.units)))):
+    _write(os.path.join(out, root, task_name, "train" + ext), train, chosen, fmt)
+    _write(os.path.join(out, root, task_name, "dev" + ext), eval_units, eval_indexes, fmt)
+  return {"train": len(chosen), "validation": len(carving.validation), "dev": len(dev.units),
+          "pool": len(carving.pool), "seed": seed, "train_indexes": chosen, "validation_indexes": carving.validation,
+          "validation_root": os.path.join(out, "validation"), "dev_root": os.path.join(out, "dev")}
