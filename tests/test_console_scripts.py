@@ -46,6 +46,7 @@ def test_test_extra_matches_requirements_test_txt():
   extras = _pyproject()["project"]["optional-dependencies"]
   assert sorted(extras["test"]) == sorted(_requirement_lines("requirements-test.txt"))
   assert extras["beam"] == [l for l in extras["test"] if l.startswith("apache-beam")]
+  assert extras["keras-hub"] == [l for l in extras["test"] if l.startswith("keras-hub")]
 
 
 def test_no_script_changes_sys_path():

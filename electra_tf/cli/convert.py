@@ -1,9 +1,9 @@
-"""``electra-convert`` or ``python -m electra_tf.convert`` {inspect, import-tf1, import-hf, export-tf1, export-hf,
-export-savedmodel}.
+"""``electra-convert`` or ``python -m electra_tf.convert`` {inspect, import-tf1, import-hf, import-keras-hub,
+export-tf1, export-hf, export-keras-hub, export-savedmodel}.
 
 Every input may be a reference TF1 checkpoint (prefix, ``.index`` or directory), a ``run_pretraining.py``
-model directory (or one of its ``ckpt-<step>`` checkpoints), this project's model directory, or a Hugging
-Face directory; the format is detected. Outputs are written to a temporary
+model directory (or one of its ``ckpt-<step>`` checkpoints), this project's model directory, a Hugging
+Face directory, or a keras-hub ElectraBackbone preset; the format is detected. Outputs are written to a temporary
 directory beside the destination and renamed into place. Bad input prints one ``error: ...`` line to
 stderr and exits with status 2. See ``docs/interop.md``.
 """
@@ -17,7 +17,7 @@ from electra_tf import fileio
 from electra_tf.cli import common
 from electra_tf.configs import FinetuningConfig
 from electra_tf.convert import checkpoints as ckpt
-from electra_tf.convert import hf_heads, hf_mapping
+from electra_tf.convert import hf_heads, hf_mapping, keras_hub_preset
 from electra_tf.errors import ConversionError, OutputExistsError
 from electra_tf.serving import savedmodel
 
@@ -32,7 +32,7 @@ def _continue_hint(out: str, arch) -> str:
 
 
 def cmd_inspect(args, log):
-  source = ckpt.read_source(args.path, args.generator)
+  source = keras_hub_preset.read_source(args.path, args.generator)
   log(f"format: {source.format} ({source.path})")
   log(source.architecture.describe())
   log(f"pre-training hparams: {json.dumps(source.architecture.pretraining_hparams(), sort_keys=True)}")
@@ -46,7 +46,7 @@ def cmd_inspect(args, log):
 
 
 def _import(args, log, generator=None):
-  source = ckpt.read_source(args.path, generator)
+  source = keras_hub_preset.read_source(args.path, generator)
   if args.vocab:
     source.vocab_file = args.vocab
   if args.lower_case is not None:
@@ -79,8 +79,17 @@ def cmd_import_hf(args, log):
   _import(args, log, args.generator)
 
 
+def cmd_import_keras_hub(args, log):
+  if not keras_hub_preset.is_preset(args.path):
+    raise ConversionError(f"{args.path} is not a keras-hub preset directory (config.json + model.weights.h5 "
+                          "as backbone.save_to_preset writes them)")
+  log("note: keras-hub's pooler (pooled_dense) has no ELECTRA counterpart and is left out; keras-hub computes "
+      "GELU with the tanh approximation, electra-tf exactly as the reference (docs/interop.md)")
+  _import(args, log)
+
+
 def cmd_export_tf1(args, log):
-  source = ckpt.read_source(args.path)
+  source = keras_hub_preset.read_source(args.path)
   vocab = args.vocab or source.vocab_file
   ckpt.check_vocab(vocab, source.architecture)
   prefix = ckpt.write_tf1(args.output, {**source.arrays, **source.extra}, source.global_step or 0, vocab,
@@ -101,7 +110,7 @@ def _hf_tokenizer_note(source) -> str:
 
 
 def cmd_export_hf(args, log):
-  source = ckpt.read_source(args.path)
+  source = keras_hub_preset.read_source(args.path)
   if args.vocab:
     source.vocab_file = args.vocab
   log(_hf_tokenizer_note(source))
@@ -146,6 +155,20 @@ def cmd_export_hf(args, log):
     log(f"wrote {out} ({cls}, L={cfg.num_hidden_layers} H={cfg.hidden_size} E={cfg.embedding_size})")
 
 
+def cmd_export_keras_hub(args, log):
+  source = keras_hub_preset.read_source(args.path)
+  if args.vocab:
+    source.vocab_file = args.vocab
+  if args.lower_case is not None:
+    source.do_lower_case = args.lower_case
+  info = keras_hub_preset.write_preset(args.output, source, args.what, args.overwrite)
+  cfg = info["config"]
+  log(f"wrote {args.output}: keras-hub ElectraBackbone ({args.what}, L={cfg.num_hidden_layers} "
+      f"H={cfg.hidden_size} E={cfg.embedding_size} heads={cfg.num_attention_heads}) and ElectraTokenizer "
+      f"(lowercase and strip_accents {info['lowercase']}); pooled_output is tanh of the [CLS] vector "
+      "(identity pooler, docs/interop.md)")
+
+
 def cmd_export_savedmodel(args, log):
   labels = [l.strip() for l in args.labels.split(",")] if args.labels else None
   info = savedmodel.export_savedmodel(args.path, args.output, args.task, args.vocab, args.lower_case, args.max_seq_length,
@@ -181,6 +204,7 @@ def build_parser(prog: typing.Optional[str] = None) -> argparse.ArgumentParser:
   p = add("import-hf", cmd_import_hf, "Hugging Face discriminator (+ --generator) -> model directory")
   p.add_argument("--generator", help="the matching ElectraForMaskedLM directory")
   casing(p)
+  casing(add("import-keras-hub", cmd_import_keras_hub, "keras-hub ElectraBackbone preset -> model directory"))
   p = add("export-tf1", cmd_export_tf1, "any input -> the reference's TF1 layout (model.ckpt-<step>)")
   p.add_argument("--vocab", help="vocab.txt or SentencePiece .model to copy beside the checkpoint")
   p = add("export-hf", cmd_export_hf, "any input -> Hugging Face config.json + model.safetensors")
@@ -189,6 +213,11 @@ def build_parser(prog: typing.Optional[str] = None) -> argparse.ArgumentParser:
   p.add_argument("--task", help="which fine-tuned task (when the checkpoint holds several)")
   p.add_argument("--vocab", help="vocab.txt or SentencePiece .model to bundle (default: the one beside the "
                  "input)")
+  p = add("export-keras-hub", cmd_export_keras_hub,
+          "any input -> keras-hub preset (ElectraBackbone + ElectraTokenizer, from_preset loads it)")
+  p.add_argument("--what", default="discriminator", choices=("discriminator", "generator"),
+                 help="which encoder the preset holds (keras-hub has no pre-training heads)")
+  casing(p)
   p = add("export-savedmodel", cmd_export_savedmodel, "fine-tuned classifier/QA -> SavedModel serving raw strings")
   p.add_argument("--task", help="which fine-tuned task (when the checkpoint holds several)")
   p.add_argument("--max-seq-length", type=int, help="default: the task's (128; 512 for QA)")

@@ -14,6 +14,7 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 from electra_tf.runtime.restore import restore_checkpoint
 from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
 from electra_tf.convert import checkpoints as ckpt
+from electra_tf.convert import keras_hub_preset
 from electra_tf.convert.architecture import Architecture, ConversionError
 from electra_tf.modeling import ElectraDiscriminator, ElectraEncoder, PretrainingNetworks
 from electra_tf.modeling.models import ElectraGenerator
@@ -75,14 +76,16 @@ def load_pretrained_weights(path: str, target, require_all: bool = False,
 
   ``path`` may be a reference TF1 checkpoint (prefix, ``.index`` or directory; recognised by its variable
   names, Adam slots ignored), this project's model directory, a Hugging Face directory (plus an optional
-  ``generator_path``), or a TF2 object checkpoint of ``PretrainingNetworks`` saved by pre-training.
+  ``generator_path``), a keras-hub ``ElectraBackbone`` preset directory, or a TF2 object checkpoint of
+  ``PretrainingNetworks`` saved by pre-training.
   Weights are matched by reference name and shape-checked; with ``require_all`` a target weight absent
   from the checkpoint is an error, otherwise it keeps its initialisation and is listed in the report.
   Raises ``ConversionError`` (one line) for a missing file, another architecture or a shape mismatch."""
-  fmt, resolved = ckpt.detect_format(path)
-  if fmt == ckpt.TF2:
-    return _load_object_checkpoint(resolved, target)
-  source = ckpt.read_source(path, generator_path)
+  if not keras_hub_preset.is_preset(path):
+    fmt, resolved = ckpt.detect_format(path)
+    if fmt == ckpt.TF2:
+      return _load_object_checkpoint(resolved, target)
+  source = keras_hub_preset.read_source(path, generator_path)  # also a keras-hub ElectraBackbone preset
   variables = target_variables(target)
   available = {**source.arrays, **source.extra}
   loaded = ckpt.assign_arrays(variables, available)
