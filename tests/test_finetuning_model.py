@@ -113,7 +113,7 @@ def test_qa_head_beam_outputs(tmp_path, bert_vocab, tokenizer):
 
 @pytest.mark.parametrize("reinit", [False, True])
 def test_reinit_embeddings_keeps_the_fresh_embedding_layer(tmp_path, bert_vocab, tokenizer, reinit):
-  from electra_tf.convert.checkpoints import write_tf1
+  from electra_tf.convert.writers import write_tf1
   from electra_tf.finetuning.run import load_encoder
   _, _, source = _model(tmp_path, ["rte"], bert_vocab, tokenizer)
   prefix = write_tf1(str(tmp_path / "ckpt"), {n: v.numpy() for n, v in source.reference_variables().items()

@@ -100,7 +100,7 @@ def test_journey_from_raw_text_to_transformers_and_a_served_model(kind, corpus, 
   from electra_tf import tokenization
   from electra_tf.cli import build_data, build_vocab, convert, finetune, pretrain
   from electra_tf.convert import load_pretrained_weights
-  from electra_tf.convert.checkpoints import read_pretraining_config
+  from electra_tf.convert.readers import read_pretraining_config
   from electra_tf.modeling import build_pretraining_networks
 
   root = tmp_path

@@ -42,27 +42,27 @@ def test_read_vocab_gives_size_and_special_ids_for_both_formats(sp_model, bert_v
 
 
 def test_every_vocab_reader_accepts_a_model(sp_model):
-  from electra_tf.convert import checkpoints
+  from electra_tf.convert import vocab_files
   from electra_tf.pretraining.masking import SpecialIds
   n = tokenization.read_vocab(sp_model).size
   assert SpecialIds.from_vocab_file(sp_model, n) == SpecialIds(0, 101, 102, 103)
   with pytest.raises(PretrainingError, match=f"has {n} tokens but vocab_size is 10;"):
     SpecialIds.from_vocab_file(sp_model, 10)
-  assert checkpoints.count_vocab(sp_model) == n
-  assert checkpoints.vocab_file_name(sp_model) == "spiece.model"
+  assert vocab_files.count_vocab(sp_model) == n
+  assert vocab_files.vocab_file_name(sp_model) == "spiece.model"
   tok = tokenization.load_tokenizer(sp_model, do_lower_case=False)
   assert tok.vocab_size == n and tok.convert_tokens_to_ids(["[CLS]", "[SEP]"]) == [101, 102]
 
 
 def test_a_model_that_is_not_sentencepiece_is_one_line(tmp_path):
-  from electra_tf.convert import checkpoints
+  from electra_tf.convert import vocab_files
   from electra_tf.pretraining.masking import SpecialIds
   bad = tmp_path / "vocab.model"
   bad.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n", encoding="utf-8")
   for call, error in ((lambda: tokenization.read_vocab(bad), VocabError),
                       (lambda: tokenization.load_tokenizer(bad), VocabError),
                       (lambda: SpecialIds.from_vocab_file(str(bad), 100), PretrainingError),
-                      (lambda: checkpoints.count_vocab(str(bad)), ConversionError)):
+                      (lambda: vocab_files.count_vocab(str(bad)), ConversionError)):
     with pytest.raises(error) as e:
       call()
     message = str(e.value)
@@ -103,11 +103,11 @@ def test_exported_transformers_tokenizer_gives_the_same_ids(sp_model, tmp_path, 
   the library's ids, slow and fast, on WikiText-2 paragraphs."""
   transformers = pytest.importorskip("transformers")
   import sentencepiece as spm
-  from electra_tf.convert import checkpoints
+  from electra_tf.convert import vocab_files
   out = tmp_path / "hf"
   out.mkdir()
-  checkpoints._copy_vocab(sp_model, str(out))  # pylint: disable=protected-access
-  (out / "tokenizer_config.json").write_text(json.dumps(checkpoints.hf_tokenizer_config(sp_model, False, 512)))
+  vocab_files.copy_vocab(sp_model, str(out))
+  (out / "tokenizer_config.json").write_text(json.dumps(vocab_files.hf_tokenizer_config(sp_model, False, 512)))
   sp = spm.SentencePieceProcessor(model_file=sp_model)
   lines = [line for line in _wikitext(data_dir, "valid", 800) if "``" not in line and "''" not in line]
   expected = [[101] + ids + [102] for ids in sp.encode(lines)]

@@ -12,7 +12,9 @@ Library entry points:
 """
 
 from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture
-from electra_tf.convert.checkpoints import (HF, MODEL_DIR, TF1, TF2, Source, detect_format, read_source,
-                                            reference_name_from_hf, source_from_networks,
-                                            write_hf, write_model_dir, write_tf1)
+from electra_tf.convert.detect import HF, MODEL_DIR, TF1, TF2, detect_format
+from electra_tf.convert.hf_reader import reference_name_from_hf
+from electra_tf.convert.readers import read_source
+from electra_tf.convert.source import Source, source_from_networks
+from electra_tf.convert.writers import write_hf, write_model_dir, write_tf1
 from electra_tf.convert.loading import LoadReport, load_pretrained_weights, target_variables

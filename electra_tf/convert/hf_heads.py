@@ -17,7 +17,8 @@ import numpy as np
 
 from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import ConversionError
-from electra_tf.convert.checkpoints import Source, hf_config
+from electra_tf.convert.source import Source
+from electra_tf.convert.writers import hf_config
 
 GELU_MARGIN = 10.0  # Phi(10) = 1 - 8e-24: GELU(x) == x in float32 beyond this
 

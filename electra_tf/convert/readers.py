@@ -1,0 +1,110 @@
+"""Readers: any supported format -> ``Source`` (``read_source``); the reference TF1 layout, this project's
+model directory and a pre-training run here, Hugging Face in ``hf_reader``."""
+
+import dataclasses
+import json
+import os
+import re
+import typing
+
+import tensorflow as tf
+
+from electra_tf import fileio
+from electra_tf.configs import PretrainingConfig
+from electra_tf.convert.architecture import Architecture, infer_architecture, is_reference_weight
+from electra_tf.convert.detect import (CONFIG_FILE, FORMAT_TAG, HF, MODEL_DIR, PRETRAINING_RUN, RUN_CONFIG_FILE,
+                                       TF1, WEIGHTS_PREFIX, detect_format, run_config_path)
+from electra_tf.convert.hf_reader import read_hf
+from electra_tf.convert.source import Source, source_from_networks
+from electra_tf.convert.vocab_files import sibling_vocab
+from electra_tf.errors import ConversionError
+from electra_tf.modeling.models import build_pretraining_networks
+from electra_tf.runtime.restore import restore_checkpoint
+
+
+def read_tf1(prefix: str) -> Source:
+  """A reference-layout TF1 checkpoint: pre-training weights, ``task_specific/*`` extras, the rest ignored."""
+  reader = tf.compat.v1.train.NewCheckpointReader(prefix)
+  shapes = reader.get_variable_to_shape_map()
+  arch = infer_architecture(shapes, source=prefix)
+  arrays, extra, ignored = {}, {}, []
+  for name in sorted(shapes):
+    if is_reference_weight(name):
+      arrays[name] = reader.get_tensor(name)
+    elif name.startswith("task_specific/") and not name.endswith(("/adam_m", "/adam_v")):
+      extra[name] = reader.get_tensor(name)
+    elif name != "global_step":
+      ignored.append(name)
+  step = int(reader.get_tensor("global_step")) if "global_step" in shapes else None
+  return Source(TF1, prefix, arrays, arch, extra, ignored, sibling_vocab(prefix), None, step)
+
+
+def read_model_dir(path: str) -> Source:
+  """This project's model directory: its reference-named weights plus the recorded architecture."""
+  meta = read_model_config(path)
+  source = read_tf1(os.path.join(path, WEIGHTS_PREFIX))
+  return dataclasses.replace(source, format=MODEL_DIR, path=path,
+                             architecture=Architecture.from_json(meta["architecture"]),
+                             vocab_file=sibling_vocab(path),
+                             do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
+
+
+def read_model_config(path: str) -> dict:
+  with fileio.open_file(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
+    meta = json.load(f)
+  if meta.get("format") != FORMAT_TAG:
+    raise ConversionError(f"{path}/{CONFIG_FILE} is not an electra-tf model config (format "
+                          f"{meta.get('format')!r})")
+  return meta
+
+
+def read_pretraining_config(path: str) -> PretrainingConfig:
+  """The hparams a ``run_pretraining.py`` run saved beside its checkpoints (``path``: the model directory or
+  a checkpoint prefix; unknown keys, from another version, are dropped)."""
+  path = run_config_path(path)
+  try:
+    with fileio.open_file(path, encoding="utf-8") as f:
+      saved = json.load(f)
+  except (OSError, ValueError) as e:
+    raise ConversionError(f"{path}: cannot read the run's hparams ({e}); restore it from the run's "
+                          "--hparams or rerun pre-training") from None
+  cfg = PretrainingConfig()
+  return cfg.update({k: v for k, v in saved.items() if k in cfg.field_map()})
+
+
+def read_pretraining_run(prefix: str) -> Source:
+  """A pre-training checkpoint: the networks are rebuilt from the run's saved hparams, restored by object
+  structure (as the trainer saved them, optimizer slots left unread) and read back by reference name."""
+  cfg = read_pretraining_config(prefix)
+  nets = build_pretraining_networks(cfg)
+  reason = restore_checkpoint(prefix, nets.checkpoint_objects())
+  if reason is not None:
+    raise ConversionError(f"{prefix} does not match the networks of {run_config_path(prefix)} ({reason})")
+  numbered = re.search(r"-(\d+)$", prefix)  # the trainer numbers its checkpoints by step
+  step = int(numbered.group(1)) if numbered else None
+  vocab = cfg.vocab_file if cfg.vocab_file and fileio.isfile(cfg.vocab_file) else None
+  source = source_from_networks(nets, vocab, cfg.do_lower_case, step)
+  # Weights cannot tell the head count (or dropout); the run's own configs can.
+  arch = source.architecture
+  generator = None if arch.generator is None else (
+      cfg.discriminator_config() if arch.tied_generator else cfg.generator_config())
+  arch = dataclasses.replace(arch, discriminator=cfg.discriminator_config(), generator=generator)
+  return dataclasses.replace(source, format=PRETRAINING_RUN, path=prefix, architecture=arch)
+
+
+def read_source(path: str, generator_path: typing.Optional[str] = None) -> Source:
+  """Any supported format -> ``Source`` (reference-named arrays and the detected architecture)."""
+  fmt, resolved = detect_format(path)
+  if generator_path is not None and fmt != HF:
+    raise ConversionError("a separate generator directory is only read with a Hugging Face discriminator")
+  if fmt == TF1:
+    return read_tf1(resolved)
+  if fmt == HF:
+    return read_hf(resolved, generator_path)
+  if fmt == MODEL_DIR:
+    return read_model_dir(resolved)
+  if fmt == PRETRAINING_RUN:
+    return read_pretraining_run(resolved)
+  raise ConversionError(f"{resolved} is a TF2 pre-training checkpoint without the run's {RUN_CONFIG_FILE} "
+                        "(written by pre-training runs of electra-tf 0.1.0 and later); write the run's hparams "
+                        f"there as JSON ({{\"model_size\": ..., \"vocab_size\": ...}}) or rerun pre-training")
