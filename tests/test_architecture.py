@@ -27,13 +27,18 @@ ALLOWED = {
     "sample_data": CORE | {"pretrain_data"},
     "quickstart": CORE | {"cli", "sample_data", "pretraining", "finetuning"},
     "cli": CORE | {"cli", "sample_data", "pretrain_data", "pretraining", "finetuning", "convert", "serving"},
+    "__main__": {"cli"},  # a package's __main__.py only hands over to its command line
 }
 # Function-level imports allowed: optional dependencies, and what a command loads after parsing its flags.
 LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm", "keras_hub"}
 
 
 def _unit(path: pathlib.Path) -> str:
+  """A package, or a top-level module; a package's ``__main__.py`` (``python -m electra_tf.<package>``) is an
+  entry point like the console commands, not part of its package: the unit ``__main__``."""
   rel = path.relative_to(LIBRARY)
+  if rel.name == "__main__.py":
+    return "__main__"
   return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
@@ -52,7 +57,7 @@ def _imports(path: pathlib.Path):
 
 
 def _library_files():
-  return [p for p in sorted(LIBRARY.rglob("*.py")) if p.name != "__main__.py"]
+  return sorted(LIBRARY.rglob("*.py"))
 
 
 def test_every_unit_imports_only_what_the_layering_allows():
@@ -108,3 +113,14 @@ def test_imports_sit_at_the_top_of_each_file():
         continue  # electra_tf.load_encoder: TensorFlow loads on first use, not on ``import electra_tf``
       lazy.append(f"{path.relative_to(REPO_ROOT)}: {name}")
   assert not lazy, "function-level imports of required packages:\n" + "\n".join(lazy)
+
+
+def test_entry_points_only_call_a_command_and_nothing_imports_them():
+  mains = [p for p in _library_files() if p.name == "__main__.py"]
+  assert mains, "python -m electra_tf.convert needs electra_tf/convert/__main__.py"
+  for path in mains:
+    names = [n for n, _ in _imports(path) if n.startswith("electra_tf")]
+    assert names and all(n.startswith("electra_tf.cli.") for n in names), f"{path}: imports {names}"
+  importers = [f"{p.relative_to(REPO_ROOT)} imports {n}" for p in _library_files() for n, _ in _imports(p)
+               if n.split(".")[-1] == "__main__"]
+  assert not importers, "\n".join(importers)
