@@ -228,6 +228,7 @@ class PretrainingConfig(RuntimeConfig):
     cfg.max_predictions_per_seq = int((cfg.mask_prob + 0.005) * cfg.max_seq_length)
     cfg._derive_paths()
     check_accumulation(cfg)
+    cfg.generator_config()  # model_hparam_overrides checked now, not when the networks are built
     return cfg.check_runtime()
 
   def _derive_paths(self):
@@ -343,6 +344,7 @@ class FinetuningConfig(RuntimeConfig):
       cfg.vocab_file = own_vocab if os.path.exists(own_vocab) else os.path.join(data_dir, "vocab.txt")
     cfg.init_checkpoint = cfg.init_checkpoint or pretrained
     check_accumulation(cfg)
+    cfg.model_config()  # model_hparam_overrides checked now, not when the model is built
     return cfg.check_runtime()
 
   @property

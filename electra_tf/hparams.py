@@ -8,6 +8,7 @@ start-up with one line that names the key and what is allowed, instead of hours 
 import dataclasses
 import difflib
 import json
+import math
 import os
 import typing
 
@@ -78,10 +79,14 @@ def coerce_value(name: str, value, annotation, meta):
       value = int(value)
     if not isinstance(value, int):
       fail()
+    if not -2**63 <= value < 2**63:  # TensorFlow counts in int64
+      raise HParamError(f"hparam '{name}': {value:.3g} does not fit in a 64-bit integer; give a smaller value")
   elif annotation is float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
       fail()
     value = float(value)
+    if not math.isfinite(value):  # NaN passes every range comparison
+      raise HParamError(non_finite_message(name, value))
   elif annotation is str:
     if not isinstance(value, str):
       fail()
@@ -113,7 +118,7 @@ class HParams:
       if key not in fields:
         close = difflib.get_close_matches(key, fields, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise HParamError(f"unknown hparam '{key}'{hint} (see docs/hparams.md for the full list)")
+        raise HParamError(f"unknown hparam {key!r}{hint} (see docs/hparams.md for the full list)")
       annotation, meta = fields[key]
       setattr(self, key, coerce_value(key, value, annotation, meta))
     return self
@@ -125,16 +130,41 @@ class HParams:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
 
+def non_finite_message(name: str, value) -> str:
+  return (f"hparam {name!r}: {value} is not a finite number; give a finite value (JSON has no NaN or Infinity, "
+          "and a number such as 1e999 overflows)")
+
+
+def _reject_non_finite(value, name: str):
+  """Raises HParamError naming the first NaN or infinite number anywhere in ``value`` (the hparam ``name``)."""
+  if isinstance(value, float) and not math.isfinite(value):
+    raise HParamError(non_finite_message(name, value))
+  if isinstance(value, dict):
+    for key, item in value.items():
+      _reject_non_finite(item, f"{name}.{key}")
+  elif isinstance(value, list):
+    for i, item in enumerate(value):
+      _reject_non_finite(item, f"{name}[{i}]")
+
+
 def parse_hparams(text: typing.Optional[str]) -> dict:
-  """Parses ``--hparams``: a JSON object, or a path ending in ``.json`` (as in the reference)."""
+  """Parses ``--hparams``: a JSON object, or a path ending in ``.json`` (as in the reference). Numbers must be
+  finite: Python's json accepts NaN and Infinity, which would pass every range check."""
   if text is None or not text.strip():
     return {}
   text = text.strip()
   if text.endswith(".json"):
     if not os.path.exists(text):
       raise HParamError(f"--hparams file {text} does not exist; pass a JSON string or an existing .json file")
-    with open(text, encoding="utf-8") as f:
-      source, body = text, f.read()
+    try:
+      with open(text, encoding="utf-8") as f:
+        source, body = text, f.read()
+    except UnicodeDecodeError as e:
+      raise HParamError(f"--hparams file {text} is not UTF-8 text (byte {e.start}: {e.reason}); save it as "
+                        "UTF-8 JSON") from None
+    except OSError as e:
+      raise HParamError(f"--hparams file {text} cannot be read ({e.strerror or e}); pass a readable .json "
+                        "file") from None
   else:
     source, body = "--hparams", text
   try:
@@ -144,6 +174,8 @@ def parse_hparams(text: typing.Optional[str]) -> dict:
                       "example: --hparams '{\"learning_rate\": 3e-4}'") from None
   if not isinstance(value, dict):
     raise HParamError(f"{source} must be a JSON object of hparam names to values, got {type(value).__name__}")
+  for key, item in value.items():
+    _reject_non_finite(item, key)
   return value
 
 

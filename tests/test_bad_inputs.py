@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from electra_tf.cli import finetune, pretrain
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PRETRAIN = REPO / "pretrain" / "run_pretraining.py"
 BUILD_VOCAB = REPO / "data_prep" / "build_vocab.py"
@@ -55,3 +57,49 @@ def test_bad_input_is_one_error_line_and_exit_2(case, tmp_path):
   assert expected in errors[0]
   assert "Traceback" not in result.stderr
   assert {p for p in tmp_path.rglob("*")} == before
+
+
+def _latin1_json(root):
+  """An hparams file saved as Latin-1: the e-acute is the byte 0xE9, not UTF-8."""
+  path = root / "hparams.json"
+  path.write_bytes('{"model_name_suffix": "caf\u00e9"}'.encode("latin-1"))
+  return path
+
+
+# The --hparams rows run the commands' main() in this process (the same run_cli that turns an ElectraError
+# into one line): each parse fails before TensorFlow or any output is touched.
+HPARAMS_CASES = {
+    # Python's json reads NaN and Infinity, and NaN passes every range comparison.
+    "nan_hparam": (pretrain, '{"mask_prob": NaN}', "hparam 'mask_prob': nan is not a finite number"),
+    "nan_finetuning_hparam": (finetune, '{"warmup_proportion": NaN}',
+                              "hparam 'warmup_proportion': nan is not a finite number"),
+    "infinite_hparam": (finetune, '{"num_train_epochs": Infinity}',
+                        "hparam 'num_train_epochs': inf is not a finite number"),
+    "overflowing_hparam": (pretrain, '{"model_hparam_overrides": {"initializer_range": 1e999}}',
+                           "hparam 'model_hparam_overrides.initializer_range': inf is not a finite number"),
+    "hparams_file_not_utf8": (pretrain, _latin1_json, "is not UTF-8 text"),
+    "hparam_set_by_a_flag": (pretrain, '{"model_name": "other"}', "hparam 'model_name' is set by --model-name"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HPARAMS_CASES))
+def test_bad_hparams_are_one_error_line_and_exit_2(case, tmp_path, capsys):
+  command, hparams, expected = HPARAMS_CASES[case]
+  hparams = hparams(tmp_path) if callable(hparams) else hparams
+  before = {p for p in tmp_path.rglob("*")}
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", str(hparams)]
+  code = command.main(argv + (["--task", "sst"] if command is finetune else []))
+  lines = capsys.readouterr().err.splitlines()
+  assert code == 2, lines
+  assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+  assert {p for p in tmp_path.rglob("*")} == before
+
+
+@pytest.mark.parametrize("seeds", ["-1", "0"])
+def test_quickstart_refuses_a_seed_count_below_one(seeds, capsys):
+  """--seeds -1 used to fine-tune forever (negative num_trials means 'until stopped')."""
+  from electra_tf import quickstart  # pylint: disable=g-import-not-at-top  (loads the trainers)
+  with pytest.raises(SystemExit) as exit_info:
+    quickstart.parse_args(["--seeds", seeds])
+  assert exit_info.value.code == 2
+  assert f"error: argument --seeds: must be at least 1, got {seeds}" in capsys.readouterr().err

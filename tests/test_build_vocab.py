@@ -44,13 +44,16 @@ def _unk_rate(vocab_file, lines, do_lower_case=True):
   return pieces.count("[UNK]") / len(pieces)
 
 
-@pytest.mark.parametrize("kind", ["hf", "tf-text", "sentencepiece"])
+@pytest.mark.parametrize("kind", ["hf", "tf-text", "sentencepiece", "sentencepiece.model"])
 def test_build_vocab_special_tokens_at_reference_ids(tmp_path, small_corpus, kind):
-  out = tmp_path / ("sp" if kind == "sentencepiece" else "vocab.txt")
+  # SentencePiece: --output sp (a prefix) or sp.model (the file) both write sp.model and sp.vocab.
+  out = tmp_path / {"sentencepiece": "sp", "sentencepiece.model": "sp.model"}.get(kind, "vocab.txt")
   argv = ["--corpus-dir", str(small_corpus), "--output", str(out), "--vocab-size", "400"]
-  argv += ["--sentencepiece"] if kind == "sentencepiece" else ["--learner", kind]
+  argv += ["--sentencepiece"] if kind.startswith("sentencepiece") else ["--learner", kind]
   assert build_vocab.main(argv) == 0
-  path = f"{out}.model" if kind == "sentencepiece" else out
+  path = tmp_path / "sp.model" if kind.startswith("sentencepiece") else out
+  if kind.startswith("sentencepiece"):
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["sp.model", "sp.vocab"]
   tok = tokenization.load_tokenizer(path, do_lower_case=True)
   assert [tok.vocab[t] for t in tokenization.SPECIAL_TOKENS] == [0, 100, 101, 102, 103]
   ids = tok.convert_tokens_to_ids(tok.tokenize("The game was released in Japan."))

@@ -95,13 +95,13 @@ def test_bad_hparams_fail_with_one_line_naming_the_key(overrides, message):
   assert "\n" not in str(err.value)
 
 
-def test_bad_model_override_is_rejected():
-  cfg = configs.PretrainingConfig.create(model_hparam_overrides={"hidden_sise": 3})
+def test_bad_model_override_is_rejected_when_the_config_is_created():
   with pytest.raises(HParamError, match="unknown hparam 'hidden_sise'"):
-    cfg.discriminator_config()
-  cfg = configs.PretrainingConfig.create(model_hparam_overrides={"hidden_size": 100, "num_attention_heads": 3})
+    configs.PretrainingConfig.create(model_hparam_overrides={"hidden_sise": 3})
   with pytest.raises(HParamError, match="not a multiple"):
-    cfg.discriminator_config()
+    configs.PretrainingConfig.create(model_hparam_overrides={"hidden_size": 100, "num_attention_heads": 3})
+  with pytest.raises(HParamError, match="unknown hparam 'hidden_sise'"):
+    configs.FinetuningConfig.create(model_hparam_overrides={"hidden_sise": 3})
 
 
 def test_integral_floats_from_json_are_accepted():

@@ -1,7 +1,7 @@
 """Learns a WordPiece vocab.txt or a SentencePiece .model from the same corpus sources as data prep.
 
   python data_prep/build_vocab.py --corpus-dir corpus/ --output vocab.txt --vocab-size 30522
-  python data_prep/build_vocab.py --wikipedia-dump dump.xml.bz2 --sentencepiece --output sp
+  python data_prep/build_vocab.py --wikipedia-dump dump.xml.bz2 --sentencepiece --output sp.model
 
 WordPiece is learnt by Hugging Face tokenizers' Rust trainer (--learner hf, the default: minutes per GB of
 text) or tensorflow-text's learner (--learner tf-text, the one before: for continuity with its vocabs;
@@ -28,8 +28,8 @@ def parse_args(argv=None):
   p.add_argument("--tfds-data-dir", default=None)
   p.add_argument("--blanks-separate-docs", action=argparse.BooleanOptionalAction, default=True)
   p.add_argument("--output", required=True,
-                 help="vocab.txt path (WordPiece) or model prefix (SentencePiece: PREFIX.model) in an "
-                 "existing directory")
+                 help="vocab.txt path (WordPiece), or the SentencePiece model in an existing directory: "
+                 "sp.model (or the prefix sp) writes sp.model and its piece list sp.vocab")
   p.add_argument("--sentencepiece", action="store_true", help="train a SentencePiece model instead")
   p.add_argument("--sentencepiece-model-type", default="unigram", choices=["unigram", "bpe"])
   p.add_argument("--vocab-size", type=int, default=30522)
@@ -70,7 +70,8 @@ def _run(args):
                              args.books_dir, tfds)
   try:
     if args.sentencepiece:
-      path = vocab.learn_sentencepiece_model(docs, args.output, args.vocab_size, args.do_lower_case,
+      prefix = args.output[:-len(".model")] if args.output.endswith(".model") else args.output
+      path = vocab.learn_sentencepiece_model(docs, prefix, args.vocab_size, args.do_lower_case,
                                              args.sentencepiece_model_type, args.max_sentences)
     else:
       n = vocab.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,

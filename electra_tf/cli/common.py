@@ -1,12 +1,13 @@
 """What every command line shares: one place that turns expected failures into one line, and the sample
 setup a command uses when given no data arguments."""
 
+import argparse
 import pathlib
 import sys
 import typing
 
 from electra_tf import presets, sample_data
-from electra_tf.errors import ElectraError
+from electra_tf.errors import ElectraError, HParamError
 
 
 def run_cli(main: typing.Callable[[], typing.Any]) -> int:
@@ -19,6 +20,29 @@ def run_cli(main: typing.Callable[[], typing.Any]) -> int:
     text = str(e).strip()
     print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
     return 2
+
+
+def positive_int(text: str) -> int:
+  """An argparse ``type`` for counts that must be at least 1 (argparse prints the message, exit status 2)."""
+  try:
+    value = int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+  return value
+
+
+# Arguments of the configs' create() that come from flags, never from --hparams.
+FLAG_ONLY_HPARAMS = {"model_name": "--model-name", "data_dir": "--data-dir", "preset": "--model-size"}
+
+
+def reject_hparams_set_by_flags(hparams: dict):
+  """Raises HParamError for an ``--hparams`` key that only a flag sets (the reference fails there with a
+  TypeError)."""
+  for key, flag in FLAG_ONLY_HPARAMS.items():
+    if key in hparams:
+      raise HParamError(f"hparam '{key}' is set by {flag}, not --hparams; pass {flag} instead")
 
 
 class SampleSetup(typing.NamedTuple):

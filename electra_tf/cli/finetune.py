@@ -40,20 +40,26 @@ def parse_args(argv=None):
   return p.parse_args(argv)
 
 
-def _run(args):
+def config_from_flags(args, data_dir: str, model_name=None, defaults=None) -> FinetuningConfig:
+  """The run's config: ``--hparams`` and the flags over ``defaults``; raises HParamError naming a bad key."""
   hparams = parse_hparams(args.hparams)
+  common.reject_hparams_set_by_flags(hparams)
   flags = {"task_names": [args.task] if args.task else args.task_names, "model_size": args.model_size,
            "init_checkpoint": args.init_checkpoint, "data_source": args.data_source,
            "num_trials": args.num_trials, "seed": args.seed}
   hparams.update({k: v for k, v in flags.items() if v is not None})
-  data_dir, model_name = args.data_dir, args.model_name
-  if data_dir is None:
-    sample = common.sample_setup(build_records=False)
-    hparams = {**sample.finetuning_hparams(), **hparams}
-    data_dir, model_name = str(sample.root), model_name or sample.model_name
-  elif model_name is None:
+  model_name = args.model_name or model_name
+  if model_name is None:
     raise HParamError("--model-name is required with --data-dir (the model under <data-dir>/models/)")
-  config = FinetuningConfig.create(model_name, data_dir, **hparams)
+  return FinetuningConfig.create(model_name, data_dir, **{**(defaults or {}), **hparams})
+
+
+def _run(args):
+  if args.data_dir is None:
+    sample = common.sample_setup(build_records=False)
+    config = config_from_flags(args, str(sample.root), sample.model_name, sample.finetuning_hparams())
+  else:
+    config = config_from_flags(args, args.data_dir)
   from electra_tf.finetuning import run_finetuning  # pylint: disable=g-import-not-at-top  (CLI start-up: TensorFlow)
   run_finetuning(config, progress=not args.no_progress)
 

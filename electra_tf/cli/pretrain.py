@@ -36,23 +36,26 @@ def parse_args(argv=None):
   return p.parse_args(argv)
 
 
-def _run(args):
+def config_from_flags(args, data_dir: str, defaults=None) -> PretrainingConfig:
+  """The run's config: ``--hparams`` (and --strategy) over ``defaults``; raises HParamError naming a bad key."""
   hparams = parse_hparams(args.hparams)
+  common.reject_hparams_set_by_flags(hparams)
   if args.strategy:
     hparams["strategy"] = args.strategy
   if args.data_dir and not args.model_name:
     raise HParamError("--model-name is required with --data-dir (the model goes to <data-dir>/models/<name>)")
-  model_name = args.model_name or "electra_sample"
-  PretrainingConfig.create(model_name, args.data_dir or ".", preset=args.model_size,
-                           **hparams)  # validate flags before the slow work
+  return PretrainingConfig.create(args.model_name or "electra_sample", data_dir, preset=args.model_size,
+                                  **{**(defaults or {}), **hparams})
+
+
+def _run(args):
+  config_from_flags(args, args.data_dir or ".")  # validate flags before the slow work
   from electra_tf.pretraining import trainer  # pylint: disable=g-import-not-at-top  (CLI start-up: TensorFlow)
-  data_dir = args.data_dir
+  data_dir, defaults = args.data_dir, None
   if data_dir is None:  # the sample setup: its data, learned vocab and tiny model (user values win)
     sample = common.sample_setup(build_records=True)
-    hparams = {**sample.pretraining_hparams(), **hparams}
-    data_dir = str(sample.root)
-  config = PretrainingConfig.create(model_name, data_dir, preset=args.model_size, **hparams)
-  trainer.run(config, progress=not args.no_progress)
+    data_dir, defaults = str(sample.root), sample.pretraining_hparams()
+  trainer.run(config_from_flags(args, data_dir, defaults), progress=not args.no_progress)
 
 
 def main(argv=None) -> int:
