@@ -2,6 +2,7 @@
 export to Hugging Face where they correspond (exact logits) and are refused clearly where they do not."""
 
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -13,7 +14,10 @@ import tensorflow as tf
 from electra_tf.configs import FinetuningConfig
 from electra_tf.convert import load_pretrained_weights
 from electra_tf.convert.__main__ import main
+from electra_tf.convert.readers import read_source
+from electra_tf.errors import ConversionError
 from electra_tf.finetuning.model import FinetuningModel
+from electra_tf.modeling import ElectraEncoder
 
 import _convert_testlib as lib
 from test_convert_tf1 import V, reference_layout, write_reference_checkpoint
@@ -114,3 +118,82 @@ def test_qa_head_to_hf_is_refused_clearly(tmp_path, capsys):
   model_dir, _ = _finetuned_checkpoint(tmp_path, "squad", "qa", None)
   err = _error_line(capsys, ["export-hf", model_dir, "-o", str(tmp_path / "hf")])
   assert "no Hugging Face counterpart" in err
+
+
+# A damaged file in any of the formats, given to the converter or to the loader that pre-training's
+# init_checkpoint and fine-tuning's --init-checkpoint call: one ConversionError line naming the file and the
+# fix, exit 2 from the command, nothing written.
+def _break_json(path, text):
+  def damage(folder):
+    (folder / path).write_text(text)
+  return damage
+
+
+def _truncate(pattern, keep=1 / 3):
+  def damage(folder):
+    files = sorted(folder.glob(pattern))
+    assert files, pattern
+    for f in files:
+      data = f.read_bytes()
+      f.write_bytes(data[:int(len(data) * keep)])
+  return damage
+
+
+DAMAGED = {
+    "hf_config_not_json": ("hf", _break_json("config.json", '{"model_type": "electra",'),
+                           "config.json is not valid JSON (Expecting"),
+    "hf_config_not_an_object": ("hf", _break_json("config.json", "[1, 2]"), "config.json holds an array"),
+    "hf_safetensors_corrupt": ("hf", _truncate("model.safetensors", keep=0.5),
+                               "model.safetensors is corrupt or truncated"),
+    "model_dir_config_not_json": ("model_dir", _break_json("electra_config.json", "{oops"),
+                                  "electra_config.json is not valid JSON"),
+    "model_dir_config_without_architecture": (
+        "model_dir", _break_json("electra_config.json", '{"format": "electra-tf-model"}'),
+        "electra_config.json has no valid architecture (KeyError: 'architecture')"),
+    "tf1_data_truncated": ("tf1", _truncate("*.data-*"), "its .data file is truncated or corrupt"),
+    "model_dir_data_truncated": ("model_dir", _truncate("weights/*.data-*"), "its .data file is truncated"),
+}
+
+
+@pytest.fixture(scope="module")
+def formats(reference_dir, tmp_path_factory):
+  """The reference checkpoint in each format: tf1, model_dir, hf."""
+  root = tmp_path_factory.mktemp("formats")
+  assert main(["import-tf1", str(reference_dir), "-o", str(root / "model_dir")]) == 0
+  assert main(["export-hf", str(reference_dir), "--what", "discriminator", "-o", str(root / "hf")]) == 0
+  return {"tf1": reference_dir, "model_dir": root / "model_dir", "hf": root / "hf"}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_damaged_input_is_one_line_for_the_converter_and_the_loader(case, formats, tmp_path, capsys):
+  fmt, damage, expected = DAMAGED[case]
+  config = read_source(str(formats[fmt])).architecture.discriminator
+  damaged = tmp_path / "in"
+  shutil.copytree(formats[fmt], damaged)
+  damage(damaged)
+  capsys.readouterr()
+  assert expected in _error_line(capsys, ["inspect", str(damaged)])
+  assert expected in _error_line(capsys, ["import-tf1" if fmt == "tf1" else "import-hf" if fmt == "hf"
+                                          else "export-tf1", str(damaged), "-o", str(tmp_path / "out")])
+  assert sorted(os.listdir(tmp_path)) == ["in"]  # no output, no temporary directory
+  encoder = ElectraEncoder(config, name="electra")
+  encoder.dummy_build()
+  with pytest.raises(ConversionError) as error:
+    load_pretrained_weights(str(damaged), encoder)
+  assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("length", ["0", "-1", "2"])
+def test_export_savedmodel_refuses_a_max_seq_length_too_short(length, reference_dir, tmp_path, capsys):
+  err = _error_line(capsys, ["export-savedmodel", str(reference_dir), "-o", str(tmp_path / "sm"),
+                             "--max-seq-length", length])
+  assert f"max_seq_length {length} is too short" in err
+  assert not (tmp_path / "sm").exists()
+
+
+def test_export_savedmodel_refuses_a_max_seq_length_beyond_the_position_table(tmp_path, capsys):
+  model_dir, _ = _finetuned_checkpoint(tmp_path, "mnli", "classification", 3)
+  err = _error_line(capsys, ["export-savedmodel", model_dir, "-o", str(tmp_path / "sm"), "--max-seq-length",
+                             "65"])
+  assert f"longer than the model's {CONFIG.max_position_embeddings} position embeddings" in err
+  assert not (tmp_path / "sm").exists()

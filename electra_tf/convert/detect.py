@@ -20,6 +20,7 @@ Formats:
   before it was written); it can only be restored into networks of the same structure.
 """
 
+import json
 import os
 import typing
 
@@ -82,3 +83,22 @@ def detect_format(path: str) -> typing.Tuple[str, str]:
 def run_config_path(path: str) -> str:
   """The run's saved hparams, for its model directory or one of its checkpoint prefixes."""
   return os.path.join(path if fileio.isdir(path) else os.path.dirname(path), RUN_CONFIG_FILE)
+
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def read_json_object(path: str, fix: str) -> dict:
+  """The JSON object in the config file ``path``; a ConversionError naming the file, what is wrong with it
+  and ``fix`` when it is not UTF-8, not JSON (a truncated or hand-edited file) or not an object."""
+  try:
+    with fileio.open_file(path, encoding="utf-8") as f:
+      data = json.load(f)
+  except UnicodeDecodeError:
+    raise ConversionError(f"{path} is not UTF-8 text; {fix}") from None
+  except ValueError as e:
+    raise ConversionError(f"{path} is not valid JSON ({e}); {fix}") from None
+  if not isinstance(data, dict):
+    raise ConversionError(f"{path} holds {_JSON_TYPES.get(type(data), 'a value')}, not a JSON object; {fix}")
+  return data

@@ -1,7 +1,6 @@
 """Reading a Hugging Face transformers directory (``ElectraForPreTraining``, ``ElectraForMaskedLM``,
 ``ElectraModel``; safetensors or a legacy ``pytorch_model.bin``) into reference names."""
 
-import json
 import os
 import re
 import typing
@@ -9,10 +8,13 @@ import typing
 from electra_tf import fileio
 from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import infer_architecture, is_reference_weight
-from electra_tf.convert.detect import HF, HF_WEIGHT_FILES
+from electra_tf.convert.detect import HF, HF_WEIGHT_FILES, read_json_object
 from electra_tf.convert.source import Source
 from electra_tf.convert.vocab_files import sibling_vocab
 from electra_tf.errors import ConversionError
+
+# What to do about a Hugging Face directory whose files do not read.
+_HF_FIX = "save the model again with transformers' save_pretrained, or download the directory again"
 
 
 def reference_name_from_hf(key: str, target: str) -> typing.Optional[str]:
@@ -43,18 +45,31 @@ def _hf_target(config: dict, path: str) -> str:
 
 def read_hf_state(path: str) -> typing.Tuple[dict, dict]:
   """(config.json dict, {hf_key: array}) of a transformers directory."""
-  with fileio.open_file(os.path.join(path, "config.json"), encoding="utf-8") as f:
-    config = json.load(f)
+  config = read_json_object(os.path.join(path, "config.json"), _HF_FIX)
   _hf_target(config, path)
   weights = os.path.join(path, HF_WEIGHT_FILES[0])
   if fileio.isfile(weights):
     from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
     with fileio.local_copy(weights) as local:  # safetensors and torch open local files only
-      return config, load_file(local)
+      try:
+        return config, load_file(local)
+      except Exception as e:  # pylint: disable=broad-except  (safetensors raises its own SafetensorError)
+        raise _unreadable(weights, e) from None
   import torch  # pylint: disable=g-import-not-at-top  (only for legacy .bin files)
-  with fileio.local_copy(os.path.join(path, HF_WEIGHT_FILES[1])) as local:
-    state = torch.load(local, map_location="cpu", weights_only=True)
+  weights = os.path.join(path, HF_WEIGHT_FILES[1])
+  with fileio.local_copy(weights) as local:
+    try:
+      state = torch.load(local, map_location="cpu", weights_only=True)
+    except Exception as e:  # pylint: disable=broad-except  (torch raises pickle's, zipfile's and its own)
+      raise _unreadable(weights, e) from None
+  if not isinstance(state, dict):
+    raise ConversionError(f"{weights} holds a {type(state).__name__}, not a state dict; {_HF_FIX}")
   return config, {k: v.float().numpy() for k, v in state.items()}
+
+
+def _unreadable(weights: str, error: Exception) -> ConversionError:
+  reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+  return ConversionError(f"{weights} is corrupt or truncated ({reason}); {_HF_FIX}")
 
 
 def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:
@@ -97,6 +112,5 @@ def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:
 def _hf_lower_case(path: str) -> typing.Optional[bool]:
   tok = os.path.join(path, "tokenizer_config.json")
   if fileio.isfile(tok):
-    with fileio.open_file(tok, encoding="utf-8") as f:
-      return json.load(f).get("do_lower_case")
+    return read_json_object(tok, _HF_FIX).get("do_lower_case")
   return None

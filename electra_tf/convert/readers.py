@@ -13,13 +13,18 @@ from electra_tf import fileio
 from electra_tf.configs import PretrainingConfig
 from electra_tf.convert.architecture import Architecture, infer_architecture, is_reference_weight
 from electra_tf.convert.detect import (CONFIG_FILE, FORMAT_TAG, HF, MODEL_DIR, PRETRAINING_RUN, RUN_CONFIG_FILE,
-                                       TF1, WEIGHTS_PREFIX, detect_format, run_config_path)
+                                       TF1, WEIGHTS_PREFIX, detect_format, read_json_object,
+                                       run_config_path)
 from electra_tf.convert.hf_reader import read_hf
 from electra_tf.convert.source import Source, source_from_networks
 from electra_tf.convert.vocab_files import sibling_vocab
 from electra_tf.errors import ConversionError
 from electra_tf.modeling.models import build_pretraining_networks
 from electra_tf.runtime.restore import restore_checkpoint
+
+# What to do about a model directory whose config does not read.
+_MODEL_DIR_FIX = ("write the directory again with electra-convert import-tf1 / import-hf, or restore the file "
+                  "from a copy")
 
 
 def read_tf1(prefix: str) -> Source:
@@ -30,28 +35,42 @@ def read_tf1(prefix: str) -> Source:
   arrays, extra, ignored = {}, {}, []
   for name in sorted(shapes):
     if is_reference_weight(name):
-      arrays[name] = reader.get_tensor(name)
+      arrays[name] = _read_tensor(reader, prefix, name)
     elif name.startswith("task_specific/") and not name.endswith(("/adam_m", "/adam_v")):
-      extra[name] = reader.get_tensor(name)
+      extra[name] = _read_tensor(reader, prefix, name)
     elif name != "global_step":
       ignored.append(name)
-  step = int(reader.get_tensor("global_step")) if "global_step" in shapes else None
+  step = int(_read_tensor(reader, prefix, "global_step")) if "global_step" in shapes else None
   return Source(TF1, prefix, arrays, arch, extra, ignored, sibling_vocab(prefix), None, step)
+
+
+def _read_tensor(reader, prefix: str, name: str):
+  """One variable of a TF1 checkpoint; a truncated or corrupt ``.data`` file is one ConversionError (the
+  ``.index`` lists every variable, so the checkpoint opens, and the damage shows only when a value is read)."""
+  try:
+    return reader.get_tensor(name)
+  except (tf.errors.OpError, IndexError, ValueError, RuntimeError, OSError) as e:
+    reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    raise ConversionError(f"{prefix}: cannot read {name} ({reason}): its .data file is truncated or corrupt; "
+                          "copy or download the checkpoint again") from None
 
 
 def read_model_dir(path: str) -> Source:
   """This project's model directory: its reference-named weights plus the recorded architecture."""
   meta = read_model_config(path)
+  try:
+    arch = Architecture.from_json(meta["architecture"])
+  except (KeyError, TypeError, ValueError, AttributeError) as e:
+    raise ConversionError(f"{os.path.join(path, CONFIG_FILE)} has no valid architecture ({type(e).__name__}: "
+                          f"{e}); {_MODEL_DIR_FIX}") from None
   source = read_tf1(os.path.join(path, WEIGHTS_PREFIX))
-  return dataclasses.replace(source, format=MODEL_DIR, path=path,
-                             architecture=Architecture.from_json(meta["architecture"]),
+  return dataclasses.replace(source, format=MODEL_DIR, path=path, architecture=arch,
                              vocab_file=sibling_vocab(path),
                              do_lower_case=meta.get("do_lower_case"), global_step=meta.get("global_step"))
 
 
 def read_model_config(path: str) -> dict:
-  with fileio.open_file(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
-    meta = json.load(f)
+  meta = read_json_object(os.path.join(path, CONFIG_FILE), _MODEL_DIR_FIX)
   if meta.get("format") != FORMAT_TAG:
     raise ConversionError(f"{path}/{CONFIG_FILE} is not an electra-tf model config (format "
                           f"{meta.get('format')!r})")

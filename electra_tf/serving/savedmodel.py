@@ -38,6 +38,7 @@ from electra_tf.errors import VocabError
 from electra_tf.tokenization import FullTokenizer, load_tokenizer, read_vocab
 
 SERVABLE_HEADS = ("classification", "regression", "qa")
+MIN_SEQ_LENGTH = 3  # [CLS] a [SEP] b [SEP] keeps at least the three special tokens
 
 
 def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]:
@@ -299,6 +300,9 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
                       max_seq_length: typing.Optional[int] = None,
                       labels: typing.Optional[typing.Sequence[str]] = None, overwrite: bool = False) -> dict:
   """Exports a fine-tuned checkpoint's task as a SavedModel; returns the task info that was served."""
+  if max_seq_length is not None and max_seq_length < MIN_SEQ_LENGTH:
+    raise ConversionError(f"max_seq_length {max_seq_length} is too short: a packed input needs {MIN_SEQ_LENGTH} "
+                          "positions for [CLS] and two [SEP]; pass a larger length, or none for the task's default")
   model, info, source = build_finetuned_model(path, task)
   vocab_file = vocab_file or source.vocab_file
   if vocab_file is None:
@@ -312,6 +316,10 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
       source.do_lower_case if source.do_lower_case is not None else True)
   config = FinetuningConfig.create(task_names=[info["name"]])
   seq = max_seq_length or config.max_seq_length
+  positions = source.architecture.discriminator.max_position_embeddings
+  if seq > positions:
+    raise ConversionError(f"max_seq_length {seq} is longer than the model's {positions} position embeddings; "
+                          f"pass at most {positions}")
   module = ServingModule(model, info, vocab_file, lower, seq, config)
   with atomic_directory(out_dir, overwrite) as tmp:
     tf.saved_model.save(module, tmp, signatures=module.signatures())
