@@ -35,7 +35,7 @@ def parse_args(argv=None):
                                                     f"${sample_data.SAMPLE_DIR_ENV})")
   p.add_argument("--pretrain-steps", type=int, default=presets.SAMPLE_PRETRAIN_STEPS,
                  help="pre-training steps (batch 32 x 128)")
-  p.add_argument("--seeds", type=int, default=presets.SAMPLE_FINETUNE_SEEDS,
+  p.add_argument("--seeds", type=common.positive_int, default=presets.SAMPLE_FINETUNE_SEEDS,
                  help="fine-tuning seeds for each model (the comparison prints medians and ranges)")
   p.add_argument("--vocab-file", default=None, help="use this vocab.txt instead of learning one")
   p.add_argument("--quick", action="store_true", help="tiny variant for CI: few reviews, 30 steps, "
