@@ -1,4 +1,5 @@
-"""Helpers shared by the conversion tests: perturbed networks, inputs, our and transformers' logits."""
+"""Helpers shared by the conversion tests: perturbed networks, a tiny pre-training run, inputs, our and
+transformers' logits."""
 
 import numpy as np
 import tensorflow as tf
@@ -6,6 +7,9 @@ import tensorflow as tf
 from electra_tf.checkpoint_names import reference_variables
 from electra_tf.configs import PretrainingConfig
 from electra_tf.modeling import build_pretraining_networks
+from electra_tf.pretraining import trainer
+
+import _pretraining_testlib as lib
 
 
 def perturbed_networks(preset=None, seed=0, **hparams):
@@ -43,3 +47,14 @@ def hf_logits(model, inputs):
 
 def max_diff(a, b):
   return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def tiny_pretraining_run(root, data_dir, bert_vocab, **hparams):
+  """A tiny pre-training run on a ~300-token vocab (the 5 special tokens and the text's most frequent pieces),
+  trained to its end; returns (config, trainer). ``hparams`` override ``_pretraining_testlib.tiny_hparams``."""
+  root = lib.build_tfrecords(root, data_dir, bert_vocab, max_lines=300, top_k=300)
+  vocab_size = len((root / "vocab.txt").read_text(encoding="utf-8").split())
+  cfg = PretrainingConfig.create("tiny_run", str(root), **lib.tiny_hparams(vocab_size=vocab_size, **hparams))
+  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
+  t.train()
+  return cfg, t

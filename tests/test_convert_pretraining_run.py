@@ -10,22 +10,13 @@ import numpy as np
 import pytest
 
 import _convert_testlib as convert_lib
-import _pretraining_testlib as lib
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, data_dir, bert_vocab):
   """A 10-step tiny pre-training run on a ~300-token vocab (checkpoints at steps 5 and 10), and its trainer."""
-  from electra_tf.configs import PretrainingConfig
-  from electra_tf.pretraining import trainer
-  root = lib.build_tfrecords(tmp_path_factory.mktemp("run"), data_dir, bert_vocab, max_lines=300, top_k=300)
-  vocab_size = len((root / "vocab.txt").read_text(encoding="utf-8").split())
-  cfg = PretrainingConfig.create("tiny_run", str(root), **lib.tiny_hparams(
-      num_train_steps=10, iterations_per_loop=5, save_checkpoints_steps=5, vocab_size=vocab_size,
-      generator_hidden_size=0.5))
-  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
-  t.train()
-  return cfg, t
+  return convert_lib.tiny_pretraining_run(tmp_path_factory.mktemp("run"), data_dir, bert_vocab, num_train_steps=10,
+                                          iterations_per_loop=5, save_checkpoints_steps=5, generator_hidden_size=0.5)
 
 
 def _convert(args, capsys):
