@@ -1,22 +1,32 @@
 """Our networks against an independent implementation: transformers' PyTorch ELECTRA on identical weights.
 
-The weights travel through ``checkpoint_names.reference_variables`` and ``hf_mapping.to_hf_state_dict``
-(the exporter's core), and every HF parameter must be filled: a missed or misnamed weight fails the
-strict load rather than silently keeping a random value.
+The main check starts from transformers: a discriminator and generator with perturbed weights (no bias 0,
+no LayerNorm gain 1, every tensor distinct), saved with ``save_pretrained``, loaded by
+``convert.load_pretrained_weights`` (what ``--init-checkpoint`` calls) into networks built from our presets;
+every hidden state and the logits must match. Other checks send our weights the other way, through
+``hf_mapping.to_hf_state_dict`` (the exporter's core), where every HF parameter must be filled: a missed or
+misnamed weight fails the strict load rather than silently keeping a random value.
 """
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import checkpoint_names, configs
+from electra_tf import checkpoint_names, configs, convert
 from electra_tf.convert import hf_mapping
 from electra_tf.modeling import build_pretraining_networks
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-TOLERANCE = 1e-4
+# Max |difference| allowed at every hidden state and the logits (float32 on CPU). Measured 2026-11-25 on
+# perturbed weights (test_perturbed_transformers_checkpoint_loads_to_the_same_outputs, printed with -s), hidden
+# states / logits: small discriminator 5.7e-6 / 7.2e-7, generator 3.3e-6 / 2.0e-6; small++ (2 layers)
+# 2.9e-6 / 7.5e-7 and 3.2e-6 / 3.2e-6; base width (2 layers) 6.2e-6 / 3.0e-6 and 3.3e-6 / 6.7e-6. The
+# values reach 5-9 in magnitude, so these are float32 rounding (epsilon 1.2e-7) in a different order of
+# operations: about 1e-6 relative. 2e-5 leaves a 3x margin; one swapped LayerNorm moves the outputs by more
+# than 1,000 times the tolerance (test_a_swapped_layernorm_in_the_checkpoint_is_caught).
+TOLERANCE = 2e-5
 
 
 def _batch(vocab_size, batch=3, length=24, seed=0):
@@ -33,6 +43,8 @@ def _batch(vocab_size, batch=3, length=24, seed=0):
 
 
 def _hf_models(nets, cfg):
+  """transformers models holding ``nets``' weights, through the exporter's mapping (every HF parameter filled:
+  a missed or misnamed weight fails the strict load)."""
   arrays = {name: var.numpy() for name, var in checkpoint_names.reference_variables(nets).items()}
   models = {}
   for target, cls, model_cfg in [
@@ -53,44 +65,125 @@ def _torch_inputs(ids, mask, seg):
               token_type_ids=torch.tensor(seg, dtype=torch.long), output_hidden_states=True)
 
 
-SHAPES = {
-    # The ELECTRA-Small discriminator and its 1/4-width generator, full depth.
-    "small": dict(preset="small"),
-    # Base width (768, 12 heads, E=768, generator 256) at two layers to keep CPU time low.
-    "base-shallow": dict(preset="base", model_hparam_overrides={"num_hidden_layers": 2}),
-    # Released ELECTRA-Small: full-width generator, so generator E=128 != H=256 (projection exercised).
-    "small++-shallow": dict(preset="small++", model_hparam_overrides={"num_hidden_layers": 2}),
+# The paper's sizes written out as transformers configs (Table 6 of Clark et al. 2020: E, H, L, heads, FFN;
+# the generator at 1/4 width for Small, 1/3 for Base), independent of our presets: (discriminator, generator).
+HF_SHAPES = {
+    "small": (dict(embedding_size=128, hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
+                   intermediate_size=1024),
+              dict(embedding_size=128, hidden_size=64, num_hidden_layers=12, num_attention_heads=1,
+                   intermediate_size=256)),
+    # Released ELECTRA-Small++: a full-width generator, so its E=128 != H=256 (its projection exercised); two
+    # layers (CPU time).
+    "small++-2-layers": (dict(embedding_size=128, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=1024),
+                         dict(embedding_size=128, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=1024)),
+    # Base width at two layers (CPU time).
+    "base-2-layers": (dict(embedding_size=768, hidden_size=768, num_hidden_layers=2, num_attention_heads=12,
+                           intermediate_size=3072),
+                      dict(embedding_size=768, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                           intermediate_size=1024)),
 }
+OUR_SHAPES = {"small": dict(preset="small"),
+              "small++-2-layers": dict(preset="small++", model_hparam_overrides={"num_hidden_layers": 2}),
+              "base-2-layers": dict(preset="base", model_hparam_overrides={"num_hidden_layers": 2})}
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
-def test_discriminator_and_generator_match_transformers(shape):
-  tf.keras.utils.set_random_seed(1)
-  cfg = configs.PretrainingConfig.create(**SHAPES[shape])
+def _perturb(model, generator):
+  """Every parameter random and distinct: LayerNorm gains in [0.5, 1.5], every bias and LayerNorm offset
+  N(0, 0.1), every matrix and table N(0, 0.05); so a swapped gamma/beta, a bias on the wrong layer or a
+  missing transpose changes the output."""
+  with torch.no_grad():
+    for name, param in model.named_parameters():
+      if name.endswith("LayerNorm.weight"):
+        param.copy_(torch.empty_like(param).uniform_(0.5, 1.5, generator=generator))
+      elif name.endswith("bias"):
+        param.copy_(torch.empty_like(param).normal_(0.0, 0.1, generator=generator))
+      else:
+        param.copy_(torch.empty_like(param).normal_(0.0, 0.05, generator=generator))
+
+
+def _saved_hf_pair(tmp_path, shape, vocab_size=30522):
+  """A transformers discriminator and generator with perturbed weights, saved as users get them from the hub:
+  ``save_pretrained`` directories (safetensors). The generator shares the discriminator's embeddings, as the
+  reference trains them."""
+  generator = torch.Generator().manual_seed(0)
+  common = dict(vocab_size=vocab_size, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
+                layer_norm_eps=1e-12, attn_implementation="eager")
+  disc_shape, gen_shape = HF_SHAPES[shape]
+  disc = transformers.ElectraForPreTraining(transformers.ElectraConfig(**common, **disc_shape)).eval()
+  gen = transformers.ElectraForMaskedLM(transformers.ElectraConfig(**common, **gen_shape)).eval()
+  _perturb(disc, generator)
+  _perturb(gen, generator)
+  with torch.no_grad():
+    for name, param in disc.electra.embeddings.named_parameters():
+      gen.electra.embeddings.get_parameter(name).copy_(param)
+  tensors = [t.detach().numpy() for m in (disc, gen) for n, t in m.named_parameters()
+             if not (m is gen and n.startswith("electra.embeddings."))]
+  by_shape = {}
+  for t in tensors:
+    by_shape.setdefault(t.shape, []).append(t)
+  assert all(not np.array_equal(a, b) for group in by_shape.values() for i, a in enumerate(group)
+             for b in group[i + 1:]), "two weights are equal; the test could not tell them apart"
+  paths = tmp_path / "discriminator", tmp_path / "generator"
+  disc.save_pretrained(paths[0])
+  gen.save_pretrained(paths[1])
+  return (disc, gen), paths
+
+
+def _max_diffs(ours, theirs, real):
+  """Max |difference| at real (unpadded) positions: each hidden state, then the logits."""
+  assert len(ours["hidden_states"]) == len(theirs.hidden_states)
+  diffs = [float(np.abs(np.asarray(a) - b.numpy())[real].max())
+           for a, b in zip(ours["hidden_states"], theirs.hidden_states)]
+  return diffs + [float(np.abs(np.asarray(ours["logits"]) - theirs.logits.numpy())[real].max())]
+
+
+
+
+@pytest.mark.parametrize("shape", list(HF_SHAPES))
+def test_perturbed_transformers_checkpoint_loads_to_the_same_outputs(shape, tmp_path):
+  """A transformers discriminator and generator with perturbed weights, saved with save_pretrained, loaded
+  by convert.load_pretrained_weights (what --init-checkpoint calls) into networks built from our presets:
+  every hidden state and the logits of both match transformers' own forward pass."""
+  (disc, gen), (disc_dir, gen_dir) = _saved_hf_pair(tmp_path, shape)
+  cfg = configs.PretrainingConfig.create(**OUR_SHAPES[shape])
   nets = build_pretraining_networks(cfg)
-  models = _hf_models(nets, cfg)
+  report = convert.load_pretrained_weights(str(disc_dir), nets, require_all=True, generator_path=str(gen_dir))
+  assert report.missing == [] and report.unused == [], report.summary()
   ids, mask, seg = _batch(cfg.vocab_size)
   real = mask.astype(bool)
-
-  ours = nets.discriminator(ids, mask, seg, output_hidden_states=True)
   with torch.no_grad():
-    theirs = models[hf_mapping.DISCRIMINATOR](**_torch_inputs(ids, mask, seg))
-  assert len(ours["hidden_states"]) == len(theirs.hidden_states) == cfg.discriminator_config().num_hidden_layers + 1
-  for layer, (a, b) in enumerate(zip(ours["hidden_states"], theirs.hidden_states)):
-    diff = np.abs(np.asarray(a) - b.numpy())[real].max()
-    assert diff <= TOLERANCE, f"discriminator hidden state {layer}: max abs diff {diff}"
-  logit_diff = np.abs(ours["logits"].numpy() - theirs.logits.numpy())[real].max()
-  assert logit_diff <= TOLERANCE, f"discriminator logits: max abs diff {logit_diff}"
+    theirs = disc(**_torch_inputs(ids, mask, seg)), gen(**_torch_inputs(ids, mask, seg))
+  ours = (nets.discriminator(ids, mask, seg, output_hidden_states=True),
+          nets.generator(ids, mask, seg, output_hidden_states=True))
+  layers = (cfg.discriminator_config().num_hidden_layers, cfg.generator_config().num_hidden_layers)
+  for role, o, t, n in zip(("discriminator", "generator"), ours, theirs, layers):
+    diffs = _max_diffs(o, t, real)
+    assert len(diffs) == n + 2  # embeddings, each layer, logits
+    print(f"{shape} {role}: max abs diff {max(diffs):.2e} (hidden states and logits)")
+    worst = int(np.argmax(diffs))
+    assert max(diffs) <= TOLERANCE, f"{role} output {worst} of {len(diffs)}: {diffs[worst]:.2e}"
 
-  ours_g = nets.generator(ids, mask, seg, output_hidden_states=True)
+
+def test_a_swapped_layernorm_in_the_checkpoint_is_caught(tmp_path):
+  """The parity check is sensitive: the checkpoint with one layer's LayerNorm gain and offset swapped, loaded
+  the same way, misses transformers' outputs of the unswapped model by orders of magnitude from that layer on."""
+  (disc, _), _ = _saved_hf_pair(tmp_path, "base-2-layers")
+  cfg = configs.PretrainingConfig.create(**OUR_SHAPES["base-2-layers"])
+  ids, mask, seg = _batch(cfg.vocab_size)
   with torch.no_grad():
-    theirs_g = models[hf_mapping.GENERATOR](**_torch_inputs(ids, mask, seg))
-  for layer, (a, b) in enumerate(zip(ours_g["hidden_states"], theirs_g.hidden_states)):
-    diff = np.abs(np.asarray(a) - b.numpy())[real].max()
-    assert diff <= TOLERANCE, f"generator hidden state {layer}: max abs diff {diff}"
-  gen_diff = np.abs(ours_g["logits"].numpy() - theirs_g.logits.numpy())[real].max()
-  assert gen_diff <= TOLERANCE, f"generator logits: max abs diff {gen_diff}"
-  print(f"{shape}: disc logits {logit_diff:.2e}, gen logits {gen_diff:.2e}")
+    theirs = disc(**_torch_inputs(ids, mask, seg))
+    norm = disc.electra.encoder.layer[1].output.LayerNorm
+    gain = norm.weight.clone()
+    norm.weight.copy_(norm.bias)
+    norm.bias.copy_(gain)
+  disc.save_pretrained(tmp_path / "swapped")
+  nets = build_pretraining_networks(cfg)
+  convert.load_pretrained_weights(str(tmp_path / "swapped"), nets.discriminator, require_all=True)
+  diffs = _max_diffs(nets.discriminator(ids, mask, seg, output_hidden_states=True), theirs, mask.astype(bool))
+  assert max(diffs[:2]) <= TOLERANCE, diffs  # embeddings and layer 0 unaffected
+  assert min(diffs[2:]) > 1000 * TOLERANCE, diffs
 
 
 def test_generator_head_at_positions_equals_full_logits_gathered():
