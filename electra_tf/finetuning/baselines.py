@@ -22,7 +22,7 @@ import scipy.sparse
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
+C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 MAX_ITER = 1000
 
 

@@ -1,0 +1,378 @@
+"""Label efficiency with fair, converged fine-tuning: accuracy against labelled examples for pre-trained models,
+random weights and the classical baselines, each neural model with its own setting chosen on validation.
+
+    PY=".venv/bin/python"
+    nice -n 10 $PY experiments/label_efficiency.py --work-dir runs/label_efficiency --data-dir runs/pc1200/data \\
+        --pretrained electra=runs/pc1200/data/models/pt_electra_lr1e-3_s1200 \\
+        --pretrained mlm=runs/pc1200/data/models/pt_mlm_lr1e-3_s1997
+    $PY experiments/label_efficiency.py --work-dir /tmp/le_quick --quick          # smoke version (CI)
+
+Protocol (docs/experiments/label_efficiency.md):
+
+- **Splits.** ``--validation-size`` training sentences are carved off once by ``--split-seed``
+  (``electra_tf.finetuning.splits``), never dev's; the labelled subsets of ``--sizes`` are the first k of the
+  rest (nested, the same for every method). Dev is the task's real dev set.
+- **Baselines** (``electra_tf.finetuning.baselines``), on the same subsets: majority class of the training
+  labels, TF-IDF + logistic regression (C chosen on validation); for POS the most-frequent-tag lookup.
+- **Selection.** Every neural model (each ``--pretrained NAME=MODEL_DIR`` and ``none``, random weights) gets
+  its own setting per size from the same grid: peak LR in ``--grid-lrs`` x a training budget of
+  ``--grid-examples`` examples seen (epochs = budget / size, at least 1), so a trial costs the same at every
+  size. One fine-tune per grid point with seed ``--selection-seed`` (not one of the reported seeds), scored
+  on the validation split only; the best wins (ties: lower LR, then the smaller budget). Converged means a
+  larger budget at the chosen LR did not raise the validation score.
+- **Final.** The chosen setting with seeds ``--first-seed`` .. + ``--seeds``, scored on dev once each.
+- **Summary.** Medians, ranges, exact two-sided Mann-Whitney tests (``electra_tf.seed_comparison``), seeds
+  above the TF-IDF baseline; ``summary.json``, ``summary.md``, ``plots/label_efficiency.png``. Units still
+  missing are listed as pending, so a partial run is reported as what it is.
+
+Every unit writes ``<work>/stages/<name>.json`` when done and is skipped when that file exists (rerun the same
+command to continue). ``--shard K/N`` deals the units of a stage round-robin between N processes on one work dir;
+``--until baselines|select|final|summary`` stops after a stage.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # run from a checkout
+
+# pylint: disable=wrong-import-position
+from electra_tf import presets, reporting, sample_data, seed_comparison
+from electra_tf.configs import FinetuningConfig
+from electra_tf.finetuning import baselines, get_task, selection, splits
+from electra_tf.finetuning.tagging import read_conll
+
+STAGES = ("baselines", "select", "final", "summary")
+# our task name -> (library task, file format, metric, fine-tuning max_seq_length)
+TASKS = {"sst": ("sst", "tsv", "accuracy", 64), "pos": ("chunk", "conll", "f1", 128)}
+LABELS = {"electra": "ELECTRA", "mlm": "MLM only", "none": "random weights", "tfidf": "TF-IDF + LR",
+          "lookup": "most-frequent tag", "majority": "majority class"}
+COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf": "tab:green",
+          "lookup": "tab:green", "majority": "black"}
+
+
+def log(msg: str):
+  print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def read_json(path, default=None):
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return default
+
+
+def write_json(path, obj):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  tmp = f"{path}.tmp{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump(obj, f, indent=1)
+  os.replace(tmp, path)
+
+
+def unit(args, name: str, work, *work_args):
+  """Runs ``work`` unless ``stages/<name>.json`` exists; returns its record."""
+  path = os.path.join(args.work_dir, "stages", f"{name}.json")
+  done = read_json(path)
+  if done is not None:
+    return done
+  log(f"run: {name}")
+  start = time.time()
+  record = work(*work_args)
+  record["unit_seconds"] = round(time.time() - start, 1)
+  write_json(path, record)
+  return record
+
+
+def size_name(size) -> str:
+  return "all" if size is None else str(size)
+
+
+# ---- data ----------------------------------------------------------------------------------------------------
+
+def task_source(args, task: str) -> str:
+  if task == "sst":
+    return os.path.join(args.data_dir, "finetuning_data", "sst")
+  return args.pos_dir
+
+
+def subset_dirs(args, task: str, size) -> dict:
+  lib_task, fmt, _, _ = TASKS[task]
+  out = os.path.join(args.work_dir, "subsets", f"{task}_{size_name(size)}")
+  return splits.write_subset(task_source(args, task), lib_task, out, fmt, args.validation_size, size,
+                             args.split_seed)
+
+
+def glue_split(root: str, split: str) -> baselines.Examples:
+  cfg = FinetuningConfig.create("baselines", "", task_names=["sst"], raw_data_dir=root)
+  return baselines.glue_examples(get_task(cfg, "sst", None).get_examples(split))
+
+
+def baseline_unit(args, task: str, size) -> dict:
+  d = subset_dirs(args, task, size)
+  if task == "sst":
+    train = glue_split(d["validation_root"], "train")
+    validation, dev = glue_split(d["validation_root"], "dev"), glue_split(d["dev_root"], "dev")
+    tfidf = baselines.tfidf_logreg(train, validation, dev)
+    return {"task": task, "size": d["train"], "majority": baselines.majority_accuracy(train.labels, dev.labels),
+            "tfidf": tfidf["dev_accuracy"], "tfidf_C": tfidf["C"],
+            "tfidf_validation": {str(c): v for c, v in tfidf["validation"].items()}}
+  path = lambda root, split: os.path.join(root, "chunk", f"{split}.txt")
+  tagger = baselines.MostFrequentTagger().fit(read_conll(path(d["validation_root"], "train")))
+  return {"task": task, "size": d["train"], "lookup": tagger.accuracy(read_conll(path(d["dev_root"], "dev"))),
+          "lookup_validation": tagger.accuracy(read_conll(path(d["validation_root"], "dev"))),
+          "unknown_word_tags": tagger.unknown}
+
+
+# ---- neural --------------------------------------------------------------------------------------------------
+
+def grid_for(args, size_count: int):
+  """The grid at a subset of ``size_count`` examples: epochs = budget / size (at least 1)."""
+  epochs = sorted({max(1.0, round(budget / size_count, 1)) for budget in args.grid_examples})
+  return selection.grid(args.grid_lrs, epochs, args.grid_decays)
+
+
+def config_factory(args, task: str, method: str, name: str):
+  lib_task, _, _, max_len = TASKS[task]
+  vocab_size = sample_data.vocab_size_of(os.path.join(args.data_dir, "vocab.txt"))
+  base = {**presets.sample_finetuning_hparams(vocab_size), "task_names": [lib_task], "max_seq_length": max_len,
+          "init_checkpoint": args.pretrained.get(method, "none"),
+          "vocab_file": os.path.join(args.data_dir, "vocab.txt")}
+  base.update(args.model_overrides_ft)
+  return lambda **kw: FinetuningConfig.create(name, args.work_dir, **{**base, **kw})
+
+
+def trial(args, task, method, size, setting, seed, on: str) -> dict:
+  """One fine-tune scored on ``on`` ("validation" or "dev")."""
+  d = subset_dirs(args, task, size)
+  _, _, metric, _ = TASKS[task]
+  name = f"ft_{task}_{method}_{size_name(size)}_{setting.key()}_seed{seed}_{on}"
+  start = time.time()
+  value = selection.finetune_score(config_factory(args, task, method, name), setting, seed,
+                                   d[f"{on}_root"], TASKS[task][0], metric)
+  return {"task": task, "method": method, "size": d["train"], "setting": setting._asdict(), "seed": seed,
+          "on": on, "value": value, "seconds": round(time.time() - start, 1)}
+
+
+def setting_from(record: dict) -> selection.Setting:
+  return selection.Setting(**record)
+
+
+def select_unit_names(args, task, method, size, size_count):
+  return [(s, f"select_{task}_{method}_{size_name(size)}_{s.key()}") for s in grid_for(args, size_count)]
+
+
+def chosen_setting(args, task, method, size, size_count, stages: dict):
+  """The selection's result from the finished grid units, or None while some are missing."""
+  scores = {}
+  for s, name in select_unit_names(args, task, method, size, size_count):
+    if name not in stages:
+      return None
+    scores[s] = [stages[name]["value"]]
+  order = grid_for(args, size_count)
+  best = selection.choose(scores, order)
+  curve = selection.epoch_curve(scores, best)
+  return {"chosen": best, "curve": curve, "converged": selection.converged(curve, best.epochs),
+          "scores": {s.key(): v for s, v in scores.items()}}
+
+
+# ---- stages --------------------------------------------------------------------------------------------------
+
+def plan(args):
+  """(task, size, subset size) for every cell; the subset files are written here, once."""
+  cells = []
+  for task in args.tasks:
+    for size in args.sizes:
+      cells.append((task, size, subset_dirs(args, task, size)["train"]))
+  return cells
+
+
+def dealt(args, items):
+  return [item for i, item in enumerate(items) if i % args.shard_count == args.shard_index]
+
+
+def load_stages(args) -> dict:
+  d = os.path.join(args.work_dir, "stages")
+  return {f[:-5]: read_json(os.path.join(d, f)) for f in sorted(os.listdir(d)) if f.endswith(".json")} \
+      if os.path.isdir(d) else {}
+
+
+def methods(args):
+  return list(args.pretrained) + ["none"]
+
+
+def run(args):
+  cells = plan(args)
+  for task, size, _ in dealt(args, cells):
+    unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)
+  if args.until == "baselines":
+    return
+  cells = [c for c in cells if c[0] in args.neural_tasks]
+  todo = [(task, method, size, s, name) for task, size, count in cells for method in methods(args)
+          for s, name in select_unit_names(args, task, method, size, count)]
+  for task, method, size, s, name in dealt(args, todo):
+    unit(args, name, trial, args, task, method, size, s, args.selection_seed, "validation")
+  if args.until == "select":
+    return
+  stages = load_stages(args)
+  todo = []
+  for seed in range(args.first_seed, args.first_seed + args.seeds):  # seeds outer: partial results balanced
+    for task, size, count in cells:
+      for method in methods(args):
+        chosen = chosen_setting(args, task, method, size, count, stages)
+        if chosen is not None:
+          todo.append((task, method, size, chosen["chosen"], seed))
+  for task, method, size, s, seed in dealt(args, todo):
+    unit(args, f"final_{task}_{method}_{size_name(size)}_seed{seed}", trial, args, task, method, size, s, seed, "dev")
+  if args.until == "final" or args.shard_index != 0:
+    return
+  summary = summarize(args, plan(args), load_stages(args))
+  write_json(os.path.join(args.work_dir, "summary.json"), summary)
+  with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
+    f.write(markdown(summary))
+  plot(summary, os.path.join(args.work_dir, "plots", "label_efficiency.png"))
+  log(f"summary: {os.path.join(args.work_dir, 'summary.md')}")
+
+
+def summarize(args, cells, stages) -> dict:
+  rows, pending = [], []
+  for task, size, count in cells:
+    base = stages.get(f"baseline_{task}_{size_name(size)}")
+    row = {"task": task, "size": count, "size_name": size_name(size), "baselines": base, "methods": {}}
+    for method in (methods(args) if task in args.neural_tasks else []):
+      chosen = chosen_setting(args, task, method, size, count, stages)
+      if chosen is None:
+        pending.append(f"{task} {size_name(size)} {method}: selection")
+        continue
+      values = [stages[n]["value"] for n in (f"final_{task}_{method}_{size_name(size)}_seed{seed}"
+                                              for seed in range(args.first_seed, args.first_seed + args.seeds))
+                if n in stages]
+      if len(values) < args.seeds:
+        pending.append(f"{task} {size_name(size)} {method}: {args.seeds - len(values)} final seed(s)")
+      row["methods"][method] = {"chosen": chosen["chosen"]._asdict(), "curve": chosen["curve"],
+                                "converged": chosen["converged"], "validation": chosen["scores"], "dev": values,
+                                **({"median": statistics.median(values), "min": min(values), "max": max(values)}
+                                   if values else {})}
+    tests = {}
+    full = {m: v["dev"] for m, v in row["methods"].items() if len(v["dev"]) == args.seeds and args.seeds > 1}
+    for a, b in (("electra", "mlm"), ("electra", "none"), ("mlm", "none")):
+      if a in full and b in full:
+        tests[f"{a}_vs_{b}"] = seed_comparison.mann_whitney(full[a], full[b])
+    classical = (base or {}).get("tfidf")
+    if classical is not None:
+      for m, v in full.items():
+        tests[f"{m}_seeds_above_tfidf"] = sum(x > classical for x in v)
+    row["tests"] = tests
+    rows.append(row)
+  rows.sort(key=lambda r: (args.tasks.index(r["task"]), r["size"]))
+  return {"rows": rows, "pending": pending, "args": {k: v for k, v in vars(args).items() if k != "model_overrides_ft"}}
+
+
+def _cell(m: dict) -> str:
+  if "median" not in m:
+    return "pending"
+  return f"{m['median']:.1f} ({m['min']:.1f}-{m['max']:.1f}, n={len(m['dev'])})"
+
+
+def markdown(summary) -> str:
+  out = []
+  for task in dict.fromkeys(r["task"] for r in summary["rows"]):
+    rows = [r for r in summary["rows"] if r["task"] == task]
+    names = list(dict.fromkeys(m for r in rows for m in r["methods"]))
+    classical = ["majority", "tfidf"] if task == "sst" else ["lookup"]
+    out.append(f"### {task}: dev {'accuracy' if task == 'sst' else 'F1 / word accuracy'} against labelled examples\n")
+    out.append("| labels | " + " | ".join(LABELS[c] for c in classical + names) + " | tests |")
+    out.append("|---" * (len(classical) + len(names) + 2) + "|")
+    for r in rows:
+      b = r["baselines"] or {}
+      cells = [f"{b[c]:.1f}" if c in b else "pending" for c in classical]
+      cells += [_cell(r["methods"][m]) if m in r["methods"] else "pending" for m in names]
+      tests = "; ".join(f"{k.replace('_', ' ')} p {v['p']:.3f}" if isinstance(v, dict) else f"{k.replace('_', ' ')} "
+                        f"{v}" for k, v in r["tests"].items())
+      out.append(f"| {r['size']} | " + " | ".join(cells) + f" | {tests} |")
+    out.append("\nChosen settings (validation score per grid point, seed of the selection):\n")
+    for r in rows:
+      for m, v in r["methods"].items():
+        s = selection.Setting(**v["chosen"])
+        conv = {True: "converged", False: "not converged", None: "convergence not shown"}[v["converged"]]
+        out.append(f"- {task} {r['size']} {LABELS[m]}: {s.describe()} ({conv}; curve "
+                   f"{', '.join(f'{e:g} ep {x:.1f}' for e, x in v['curve'])}); grid {v['validation']}")
+    out.append("")
+  if summary["pending"]:
+    out.append("Pending: " + "; ".join(summary["pending"]))
+  return "\n".join(out) + "\n"
+
+
+def plot(summary, path):
+  series = []
+  for task in dict.fromkeys(r["task"] for r in summary["rows"]):
+    rows = [r for r in summary["rows"] if r["task"] == task]
+    lines = []
+    for m in dict.fromkeys(m for r in rows for m in r["methods"]):
+      lines.append((LABELS[m], [(r["size"], r["methods"][m]["median"]) for r in rows
+                                if m in r["methods"] and "median" in r["methods"][m]]))
+    for c in (("tfidf", "majority") if task == "sst" else ("lookup",)):
+      lines.append((LABELS[c], [(r["size"], r["baselines"][c]) for r in rows if r["baselines"]]))
+    series.append((f"{task}: dev score against labelled examples (medians)", "%", lines))
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  reporting.plot_panels(series, path, title="label efficiency (x: labelled training examples)")
+
+
+def parse_args(argv=None):
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p.add_argument("--work-dir", default=os.path.join(REPO, "runs", "label_efficiency"))
+  p.add_argument("--data-dir", help="a sample data directory (finetuning_data/sst, vocab.txt)")
+  p.add_argument("--pos-dir", default=os.path.join(os.environ.get("ELECTRA_TEST_DATA", os.path.join(
+      REPO, "..", "shared", "data")), "tagging", "oanc_pos"))
+  p.add_argument("--pretrained", action="append", default=[], help="NAME=MODEL_DIR (electra, mlm)")
+  p.add_argument("--tasks", default="sst,pos", help="tasks of the baselines")
+  p.add_argument("--neural-tasks", default="sst", help="tasks the neural models are fine-tuned on")
+  p.add_argument("--sizes", default="250,500,1000,2000,all")
+  p.add_argument("--validation-size", type=int, default=500)
+  p.add_argument("--split-seed", type=int, default=0)
+  p.add_argument("--grid-lrs", default="3e-4,1e-3")
+  p.add_argument("--grid-examples", default="5000,10000,20000", help="training budgets (examples seen)")
+  p.add_argument("--grid-decays", default="", help="layer-wise LR decays (empty: the preset's 0.8)")
+  p.add_argument("--selection-seed", type=int, default=0)
+  p.add_argument("--seeds", type=int, default=5)
+  p.add_argument("--first-seed", type=int, default=1)
+  p.add_argument("--until", choices=STAGES, default="summary")
+  p.add_argument("--shard", default="0/1")
+  p.add_argument("--quick", action="store_true", help="smoke version: 300 reviews, H 32 x 1 layer, 2 seeds")
+  args = p.parse_args(argv)
+  args.tasks, args.neural_tasks = args.tasks.split(","), args.neural_tasks.split(",")
+  args.sizes = [None if s == "all" else int(s) for s in args.sizes.split(",")]
+  args.grid_lrs = [float(x) for x in args.grid_lrs.split(",")]
+  args.grid_examples = [int(x) for x in args.grid_examples.split(",")]
+  args.grid_decays = [float(x) for x in args.grid_decays.split(",")] if args.grid_decays else [None]
+  args.shard_index, args.shard_count = (int(x) for x in args.shard.split("/"))
+  args.pretrained = dict(item.split("=", 1) for item in args.pretrained)
+  args.model_overrides_ft = {}
+  if args.quick:
+    args.data_dir = args.data_dir or os.path.join(args.work_dir, "data")
+    sample_data.ensure_sample_setup(args.data_dir, max_reviews=300, max_task_train=600, vocab_sentences=3000,
+                                    log=log, build_records=False)
+    args.sizes, args.validation_size, args.seeds = [50, None], 100, 2
+    args.grid_lrs, args.grid_examples = [1e-3], [100, 200]
+    args.model_overrides_ft = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1,
+                                                          "num_attention_heads": 2, "intermediate_size": 64},
+                               "embedding_size": 32, "max_seq_length": 32, "use_xla": False}
+  if not args.data_dir:
+    p.error("--data-dir is required (a sample data directory), or --quick")
+  return args
+
+
+def main(argv=None) -> int:
+  args = parse_args(argv)
+  run(args)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
