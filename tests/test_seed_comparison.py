@@ -5,7 +5,7 @@ import pytest
 
 from electra_tf import seed_comparison
 
-# The main job's five seeds measured in session 6 (sst dev accuracy, pre-trained layers vs random weights).
+# Five paired seeds of an earlier main job (sst dev accuracy, pre-trained layers vs random weights).
 PRETRAINED = [70.6, 72.7, 72.6, 71.5, 72.3]
 RANDOM = [70.2, 70.7, 72.1, 70.0, 71.6]
 
