@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.finetuning import heads
 from electra_tf.finetuning.model import FinetuningModel
+from electra_tf.finetuning.tasks import TASKS
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer
 from electra_tf.tokenization import load_tokenizer
@@ -109,6 +111,27 @@ def test_qa_head_beam_outputs(tmp_path, bert_vocab, tokenizer):
   # training uses the gold start; the loss includes the answerable term
   loss, outs = model(feats, training=True, dropout_seed=tf.constant([0, 0]))
   assert np.isfinite(float(loss)) and float(loss) > 0
+
+
+def test_every_head_family_gives_what_its_scorer_reads(tmp_path, bert_vocab, tokenizer):
+  cfg, tasks, model = _model(tmp_path, ["sst", "sts", "chunk", "squad"], bert_vocab, tokenizer, beam_size=3)
+  assert {t.head_type for t in TASKS.values()} <= set(heads.FAMILIES)  # every task's family is registered
+  b, t, rng = 2, 16, np.random.RandomState(0)
+  ints = lambda *shape: tf.constant(rng.randint(0, 3, shape), tf.int32)
+  feats = {"input_ids": tf.constant(rng.randint(1000, 2000, (b, t)), tf.int32),
+           "input_mask": tf.ones((b, t), tf.int32), "segment_ids": tf.ones((b, t), tf.int32),
+           "task_id": tf.zeros(b, tf.int32), "sst_label_ids": ints(b), "sts_targets": tf.zeros(b),
+           "chunk_labeled_positions": ints(b, t), "chunk_labels": ints(b, t), "chunk_labels_mask": ints(b, t),
+           "squad_start_positions": ints(b), "squad_end_positions": ints(b), "squad_is_impossible": ints(b)}
+  feats.update({f"{task.name}_eid": tf.range(b) for task in tasks})
+  _, outs = model(feats, training=False)
+  for task in tasks:
+    family = heads.family(task.head_type)
+    assert isinstance(model.heads[model.task_names.index(task.name)], family.layer)
+    assert set(family.scorer_outputs) | {"loss", "eid"} <= set(outs[task.name]), task.name
+    scorer = task.get_scorer("dev")
+    if task.head_type != "qa":  # the QA scorer also needs the evaluation features' token maps
+      scorer.update({k: v.numpy() for k, v in outs[task.name].items()})
 
 
 @pytest.mark.parametrize("reinit", [False, True])

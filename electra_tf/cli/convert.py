@@ -17,8 +17,9 @@ from electra_tf import fileio
 from electra_tf.cli import common
 from electra_tf.configs import FinetuningConfig
 from electra_tf.convert import checkpoints as ckpt
-from electra_tf.convert import hf_heads, hf_mapping, keras_hub_preset
+from electra_tf.convert import hf_mapping, keras_hub_preset
 from electra_tf.errors import ConversionError, OutputExistsError
+from electra_tf.finetuning import heads as head_families
 from electra_tf.serving import savedmodel
 
 
@@ -127,7 +128,7 @@ def cmd_export_hf(args, log):
     info = dict(name=task, **heads[task])
     info.update(savedmodel.task_defaults(task, info["type"], info["num_outputs"] or 1,
                                          FinetuningConfig.create(task_names=[task])))
-    state, config, note = hf_heads.hf_task_model(source, task, info)
+    state, config, note = head_families.export_hf(source, task, info)
     ckpt.write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state, config=config)
     log(f"wrote {args.output}: {note}")
     return
@@ -173,7 +174,7 @@ def cmd_export_savedmodel(args, log):
   labels = [l.strip() for l in args.labels.split(",")] if args.labels else None
   info = savedmodel.export_savedmodel(args.path, args.output, args.task, args.vocab, args.lower_case, args.max_seq_length,
                            labels, args.overwrite)
-  inputs = "question, context" if info["type"] == "qa" else ("text, text_pair" if info["pair"] else "text")
+  inputs = ", ".join(info["inputs"])
   log(f"wrote {args.output}: task {info['name']} ({info['type']}), serving_default({inputs}) on raw strings, "
       f"max_seq_length {info['max_seq_length']}, lower_case {info['do_lower_case']}")
 

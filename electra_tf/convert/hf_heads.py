@@ -11,12 +11,13 @@
   reference feeds segment ids 1 for tagging: pass ``token_type_ids=1`` in HF).
 * QA: the reference's joint start/end head with beam search and answerable classifier has no HF
   counterpart (``ElectraForQuestionAnswering`` is one dense(2)); exporting it is refused.
+
+Which function exports which head family is said by the family (``finetuning.heads``).
 """
 
 import numpy as np
 
 from electra_tf.convert import hf_mapping
-from electra_tf.convert.architecture import ConversionError
 from electra_tf.convert.source import Source
 from electra_tf.convert.writers import hf_config
 
@@ -36,30 +37,38 @@ def layer_norm_bound(source: Source) -> float:
   return float(np.max(np.sqrt(d.hidden_size - 1) * np.abs(gamma) + np.abs(beta)))
 
 
-def hf_task_model(source: Source, task: str, info: dict):
-  """(state dict, config.json dict, note) for a fine-tuned task; raises ConversionError for QA."""
-  d = source.architecture.discriminator
+def _head_arrays(source: Source, task: str, info: dict):
+  """(kernel [H, n], bias [n], label maps for config.json) of a fine-tuned task's dense head."""
   scope = f"task_specific/{task}"
   kernel, bias = source.extra[f"{scope}/dense/kernel"], source.extra[f"{scope}/dense/bias"]  # [H, n], [n]
-  state = _encoder_state(source)
   labels = info.get("labels") or [f"LABEL_{i}" for i in range(kernel.shape[1])]
   label_maps = dict(id2label={str(i): l for i, l in enumerate(labels)},
                     label2id={l: i for i, l in enumerate(labels)})
-  if info["type"] == "tagging":
-    state.update({"classifier.weight": kernel.T.copy(), "classifier.bias": bias})
-    return state, hf_config(d, "ElectraForTokenClassification", num_labels=kernel.shape[1], **label_maps), (
-        "ElectraForTokenClassification: the same head; the reference tags with token_type_ids = 1")
-  if info["type"] not in ("classification", "regression"):
-    raise ConversionError(f"task {task!r} has a {info['type']} head: the reference's joint start/end QA head "
-                          "(beam search + answerable classifier) has no Hugging Face counterpart; export the "
-                          "encoder with export-hf --what encoder, or serve it with export-savedmodel")
+  return kernel, bias, label_maps
+
+
+def token_classification(source: Source, task: str, info: dict):
+  """(state dict, config.json dict, note) of a tagging head as ``ElectraForTokenClassification``."""
+  kernel, bias, label_maps = _head_arrays(source, task, info)
+  state = _encoder_state(source)
+  state.update({"classifier.weight": kernel.T.copy(), "classifier.bias": bias})
+  config = hf_config(source.architecture.discriminator, "ElectraForTokenClassification",
+                     num_labels=kernel.shape[1], **label_maps)
+  return state, config, "ElectraForTokenClassification: the same head; the reference tags with token_type_ids = 1"
+
+
+def sequence_classification(source: Source, task: str, info: dict, regression: bool = False):
+  """(state dict, config.json dict, note) of a classification (or ``regression``) head as
+  ``ElectraForSequenceClassification``, its extra dense + GELU an exact identity."""
+  d = source.architecture.discriminator
+  kernel, bias, label_maps = _head_arrays(source, task, info)
+  state = _encoder_state(source)
   shift = layer_norm_bound(source) + GELU_MARGIN
   hidden = d.hidden_size
   state.update({"classifier.dense.weight": np.eye(hidden, dtype=np.float32),
                 "classifier.dense.bias": np.full([hidden], shift, np.float32),
                 "classifier.out_proj.weight": kernel.T.copy(),
                 "classifier.out_proj.bias": (bias - shift * kernel.sum(0)).astype(np.float32)})
-  regression = info["type"] == "regression"
   config = hf_config(d, "ElectraForSequenceClassification", num_labels=kernel.shape[1],
                      problem_type="regression" if regression else "single_label_classification",
                      **({} if regression else label_maps))

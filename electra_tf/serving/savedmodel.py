@@ -31,34 +31,29 @@ from electra_tf.errors import ConversionError
 from electra_tf.convert.readers import read_source
 from electra_tf.convert.vocab_files import SPM_FILE, VOCAB_FILE, check_vocab
 from electra_tf.convert.loading import load_pretrained_weights
+from electra_tf.finetuning import heads
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import TASKS
 from electra_tf.runtime.outputs import atomic_directory
 from electra_tf.errors import VocabError
 from electra_tf.tokenization import FullTokenizer, load_tokenizer, read_vocab
 
-SERVABLE_HEADS = ("classification", "regression", "qa")
 MIN_SEQ_LENGTH = 3  # [CLS] a [SEP] b [SEP] keeps at least the three special tokens
 
 
 def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]:
-  """``{task: {"type": ..., "num_outputs": n}}`` read off ``task_specific/<task>/...`` names and shapes:
-  ``qa_hidden`` means QA; otherwise one ``dense`` with 1 output is regression, more is classification
-  (or tagging: same shapes, told apart by the task name)."""
-  tasks = {}
+  """``{task: {"type": ..., "num_outputs": n}}`` read off ``task_specific/<task>/...`` names and shapes
+  (``heads.head_type_in_checkpoint``)."""
+  scopes, outputs = {}, {}
   for name, value in extra.items():
     parts = name.split("/")
     if len(parts) < 4 or parts[0] != "task_specific":
       continue
-    info = tasks.setdefault(parts[1], {"type": None, "num_outputs": None})
-    if parts[2] == "qa_hidden":
-      info["type"] = "qa"
-    elif parts[2] == "dense" and parts[3] == "kernel":
-      info["num_outputs"] = int(value.shape[-1])
-  for name, info in tasks.items():
-    if info["type"] is None:
-      info["type"] = _registry_type(name) or ("regression" if info["num_outputs"] == 1 else "classification")
-  return tasks
+    scopes.setdefault(parts[1], set()).add(parts[2])
+    if parts[2] == "dense" and parts[3] == "kernel":
+      outputs[parts[1]] = int(value.shape[-1])
+  return {task: {"type": heads.head_type_in_checkpoint(found, outputs.get(task), _registry_type(task)),
+                 "num_outputs": outputs.get(task)} for task, found in scopes.items()}
 
 
 def _registry_class(task_name: str):
@@ -74,34 +69,36 @@ def task_defaults(task_name: str, head_type: str, num_outputs: int, config: Fine
   """Labels and whether the task reads a sentence pair, from the fine-tuning task registry when the task
   is one of the reference's; generic otherwise."""
   cls = _registry_class(task_name)
+  head = heads.family(head_type)
   labels = [f"LABEL_{i}" for i in range(num_outputs)]
-  pair = head_type != "qa"
-  if cls is not None and head_type in ("classification", "regression"):
+  pair = head.serving_inputs != heads.QUESTION_CONTEXT_INPUTS
+  if cls is not None and head.serving_inputs == heads.TEXT_INPUTS:  # a GLUE task: its columns tell
     task = cls(config, None)
     pair = task.columns("dev").text_b is not None
-    if head_type == "classification" and len(task.label_list) == num_outputs:
+    if head.named_outputs and len(task.label_list) == num_outputs:
       labels = list(task.label_list)
-  return dict(labels=labels, pair=pair)
+  inputs = head.serving_inputs if pair else head.serving_inputs[:1]
+  return dict(labels=labels, pair=pair, inputs=list(inputs))
 
 
 def build_finetuned_model(path: str, task: typing.Optional[str] = None, **config_overrides):
   """(``FinetuningModel`` with the checkpoint's weights, its one task's info, the ``Source``) for a
   fine-tuned checkpoint in any format that holds ``task_specific/<task>/`` weights."""
   source = read_source(path)
-  heads = task_heads(source.extra)
-  if not heads:
+  found = task_heads(source.extra)
+  if not found:
     raise ConversionError(f"{path} holds no fine-tuned head (task_specific/<task>/...); fine-tune it first "
                           "(a pre-trained checkpoint has nothing to serve)")
   if task is None:
-    if len(heads) > 1:
-      raise ConversionError(f"{path} holds several tasks ({', '.join(sorted(heads))}); choose one with --task")
-    task = next(iter(heads))
-  if task not in heads:
-    raise ConversionError(f"{path} has no head for task {task!r} (it has {', '.join(sorted(heads))})")
-  info = dict(name=task, **heads[task])
-  if info["type"] not in SERVABLE_HEADS:
+    if len(found) > 1:
+      raise ConversionError(f"{path} holds several tasks ({', '.join(sorted(found))}); choose one with --task")
+    task = next(iter(found))
+  if task not in found:
+    raise ConversionError(f"{path} has no head for task {task!r} (it has {', '.join(sorted(found))})")
+  info = dict(name=task, **found[task])
+  if not heads.family(info["type"]).servable:
     raise ConversionError(f"task {task!r} has a {info['type']} head; SavedModel export serves "
-                          f"{', '.join(SERVABLE_HEADS)} heads")
+                          f"{', '.join(heads.servable_families())} heads")
   config = FinetuningConfig.create(task_names=[task], **config_overrides)
   spec = types.SimpleNamespace(name=task, head_type=info["type"], num_outputs=info["num_outputs"], config=config)
   model = FinetuningModel(source.architecture.discriminator, [spec])
@@ -211,6 +208,7 @@ class ServingModule(tf.Module):
     self.tokens = tf.constant(vocab.id_to_token())
     self.sentencepiece = vocab.kind == "sentencepiece"
     self.info, self.max_seq_length, self.config = info, max_seq_length, config
+    self._head = heads.family(info["type"])
     self.cls_id, self.sep_id = vocab.special["[CLS]"], vocab.special["[SEP]"]
     self.labels = tf.constant(info["labels"])
     self.do_lower_case = tf.constant(bool(do_lower_case))
@@ -233,14 +231,7 @@ class ServingModule(tf.Module):
   def classify(self, text, text_pair=None):
     ids_b = None if text_pair is None else self._tokenize(text_pair)
     packed = pack(self._tokenize(text), ids_b, self.max_seq_length, self.cls_id, self.sep_id)
-    out = self.run_head(*packed)
-    if self.info["type"] == "regression":
-      prediction = out["predictions"]
-      return {"score": prediction * 5.0, "prediction": prediction}  # the model learns label / 5
-    logits = out["logits"]
-    label_id = tf.argmax(logits, -1, output_type=tf.int32)
-    return {"label": tf.gather(self.labels, label_id), "label_id": label_id,
-            "probabilities": tf.nn.softmax(logits), "logits": logits}
+    return self._head.serve(self.run_head(*packed), self.labels)
 
   def answer(self, question, context):
     cfg = self.config
@@ -277,7 +268,7 @@ class ServingModule(tf.Module):
             "no_answer_logit": no_answer, "has_answer": has_answer}
 
   def signatures(self) -> dict:
-    if self.info["type"] == "qa":
+    if self._head.serving_inputs == heads.QUESTION_CONTEXT_INPUTS:
       fn = tf.function(lambda question, context: self.answer(question, context))
       serve = fn.get_concrete_function(question=tf.TensorSpec([None], tf.string, name="question"),
                                        context=tf.TensorSpec([None], tf.string, name="context"))
@@ -309,7 +300,7 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
     raise ConversionError(f"{path} has no {VOCAB_FILE} or {SPM_FILE} beside it; pass --vocab")
   check_vocab(vocab_file, source.architecture)
   if labels is not None:
-    if info["type"] == "classification" and len(labels) != info["num_outputs"]:
+    if heads.family(info["type"]).named_outputs and len(labels) != info["num_outputs"]:
       raise ConversionError(f"{len(labels)} labels given but the head has {info['num_outputs']} outputs")
     info["labels"] = list(labels)
   lower = do_lower_case if do_lower_case is not None else (

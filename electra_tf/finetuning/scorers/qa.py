@@ -17,15 +17,13 @@ import typing
 
 import numpy as np
 
+from electra_tf.finetuning.head_layers import QA_OUTPUTS
 from electra_tf.finetuning.outputs import write_json
 from electra_tf.finetuning.scorers.base import Scorer
 from electra_tf.finetuning.scorers.mrqa import mrqa_evaluate
 from electra_tf.finetuning.scorers.squad import squad_v1_evaluate, squad_v2_evaluate
 from electra_tf.tokenization import BasicTokenizer
 
-# The QA head's per-feature outputs that decoding reads.
-_RESULT_KEYS = ("start_logits", "end_logits", "answerable_logit", "start_top_log_probs", "start_top_index",
-                "end_top_log_probs", "end_top_index")
 
 
 def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
@@ -79,7 +77,7 @@ class SpanBasedQAScorer(Scorer):
   def update(self, outputs):
     super().update(outputs)
     for i, eid in enumerate(np.asarray(outputs["eid"]).tolist()):
-      self._results[int(eid)] = {k: np.asarray(outputs[k][i]) for k in _RESULT_KEYS}
+      self._results[int(eid)] = {k: np.asarray(outputs[k][i]) for k in QA_OUTPUTS}
 
   def decode(self):
     """Predictions {id: text}, null odds {id: float} (v2) and the n-best lists."""
