@@ -2,12 +2,15 @@
 
   python _finetuning_dist_worker.py MODE ROOT VOCAB
 MODE: single (one device), mirrored (MirroredStrategy on two logical CPU devices, set before TensorFlow starts).
-Output (last stdout line): {"replicas": n, "results": dev results, "weights": {reference name: sum of |w|}}.
+Writes every weight of the saved model to ROOT/weights.npz (reference names) and prints (last stdout line)
+{"replicas": n, "results": dev results}.
 """
 
 import json
 import os
 import sys
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,9 +33,9 @@ def main(mode, root, vocab):
   replicas = run.strategy.num_replicas_in_sync
   results = run.run()[0]["sst"]
   reader = tf.train.load_checkpoint(run.model_dir(1))
-  weights = {name: float(abs(reader.get_tensor(name)).sum()) for name in reader.get_variable_to_shape_map()
-             if name != "global_step"}
-  print(json.dumps({"replicas": replicas, "results": results, "weights": weights}))
+  np.savez(os.path.join(root, "weights.npz"), **{name: reader.get_tensor(name) for name in
+                                                  reader.get_variable_to_shape_map() if name != "global_step"})
+  print(json.dumps({"replicas": replicas, "results": results}))
 
 
 if __name__ == "__main__":

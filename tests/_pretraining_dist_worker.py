@@ -1,19 +1,22 @@
 """Subprocess body of the distribution tests: trains a tiny dropout-free ELECTRA and prints JSON.
 
-  python _pretraining_dist_worker.py MODE DATA_DIR MODEL_NAME
+  python _pretraining_dist_worker.py MODE DATA_DIR MODEL_NAME WEIGHTS_NPZ
 MODE: single (one device), mirrored (two logical CPU devices), worker (MultiWorkerMirrored via TF_CONFIG).
-Output (last stdout line): {"losses": [[total, mlm, disc] per step], "weights": sum of |w| per variable}.
+Writes every trained weight to WEIGHTS_NPZ (keys: position in the trainer's variable list and name) and prints
+(last stdout line) {"losses": [[total, mlm, disc] per step]}.
 """
 
 import json
 import os
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def main(mode, data_dir, model_name):
+def main(mode, data_dir, model_name, weights_npz):
   from conftest import DROPOUT_FREE_TINY_MODEL, use_two_logical_cpus
   if mode == "mirrored":
     use_two_logical_cpus()
@@ -37,8 +40,9 @@ def main(mode, data_dir, model_name):
 
   t._log_loop = record
   t.train()
-  print(json.dumps({"losses": losses, "weights": [float(abs(v.numpy()).sum()) for v in t.variables]}))
+  np.savez(weights_npz, **{f"{i:03d} {v.name}": v.numpy() for i, v in enumerate(t.variables)})
+  print(json.dumps({"losses": losses}))
 
 
 if __name__ == "__main__":
-  main(*sys.argv[1:4])
+  main(*sys.argv[1:5])
