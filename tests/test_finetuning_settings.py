@@ -193,6 +193,9 @@ def test_two_replicas_fine_tune_like_one_device(tmp_path, bert_vocab):
     out[mode] = json.loads(stdout.strip().splitlines()[-1])
   assert (out["single"]["replicas"], out["mirrored"]["replicas"]) == (1, 2)
   assert out["mirrored"]["results"] == pytest.approx(out["single"]["results"], rel=1e-4, abs=1e-5)
-  assert set(out["mirrored"]["weights"]) == set(out["single"]["weights"])
-  for name, value in out["single"]["weights"].items():
-    assert out["mirrored"]["weights"][name] == pytest.approx(value, rel=2e-4, abs=1e-6), name
+  weights = {mode: dict(np.load(tmp_path / mode / "weights.npz")) for mode in procs}
+  assert sorted(weights["mirrored"]) == sorted(weights["single"])
+  # Element by element: float rounding of sums in another order (measured 5.1e-7, 2026-11-25); one Adam
+  # step at learning rate 1e-3 moves every weight by about 1e-3.
+  worst = max((float(np.abs(weights["mirrored"][n] - w).max()), n) for n, w in weights["single"].items())
+  assert worst[0] <= 1e-5, worst
