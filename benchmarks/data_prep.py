@@ -26,8 +26,9 @@ measures the Wikipedia dump path instead: a dump excerpt of N distinct articles 
 $ELECTRA_TEST_DATA/wikipedia/enwiki-table-markup.xml.bz2 repeated under new titles and ids, bzip2 again)
 built as `build_data --wikipedia-dump` builds it, with 1 and 2 processes: wall time, CPU time of this
 process and its (joined) workers, articles/s and word pieces/s of both, then a cProfile of the 1-process
-build summarised by stage (XML + bzip2, wikitext parse, node removal, strip_code, sentence split,
-tokenize + pack, write). On a loaded machine the CPU-time rates are the figure to compare; wall time minus
+build summarised by stage (XML + bzip2, wikitext cleanup, sentence split, tokenize + pack, write; the
+cleanup runs inside process_payload, where chunks are packed). On a loaded machine the CPU-time rates are
+the figure to compare; wall time minus
 CPU time is time spent waiting (for a core, a worker or I/O). The reference's builder figure is fixed (24.5 s on this
 machine kind); "same-run" scales it by this run's pure-Python tokenizer speed against the issue's
 126,000 wp/s, to take the machine's speed on the day out of the comparison.
@@ -89,12 +90,9 @@ def _cpu_seconds():
 # Stages of the dump path: (label, file suffix, function name); cumulative seconds of each in the profile.
 _STAGES = [
     ("whole build", "pretrain_data/build.py", "build_pretraining_dataset"),
-    ("dump reader (XML + bzip2 + cleanup + sentences)", "pretrain_data/corpus.py", "iter_wikipedia_dump"),
-    ("  wikitext -> text (wikitext_to_text)", "pretrain_data/corpus.py", "wikitext_to_text"),
-    ("    mwparserfromhell parse", "mwparserfromhell/parser/__init__.py", "parse"),
-    ("    node removal (Wikicode.remove)", "mwparserfromhell/wikicode.py", "remove"),
-    ("    strip_code", "mwparserfromhell/wikicode.py", "strip_code"),
-    ("  sentence split (blingfire)", "pretrain_data/corpus.py", "text_to_document"),
+    ("dump split into pages (XML + bzip2)", "pretrain_data/wikipedia.py", "iter_articles"),
+    ("wikitext -> text (wikitext.wikitext_to_text)", "pretrain_data/wikitext.py", "wikitext_to_text"),
+    ("sentence split (blingfire)", "pretrain_data/corpus.py", "text_to_document"),
     ("tokenize + pack (process_chunk)", "pretrain_data/build.py", "process_chunk"),
     ("write TFRecords (_ShardWriter.write)", "pretrain_data/build.py", "write"),
     ("shard checksums (_ShardWriter.shards)", "pretrain_data/build.py", "shards"),
@@ -111,7 +109,6 @@ def _stage_seconds(stats):
 def _time_stages(dump, num_articles, num_pieces):
   """CPU seconds of the dump reader's stages, each run alone over the whole excerpt, no profiler."""
   import xml.etree.ElementTree as ET  # pylint: disable=import-outside-toplevel
-  import mwparserfromhell  # pylint: disable=import-outside-toplevel
   from electra_tf.pretrain_data import corpus  # pylint: disable=import-outside-toplevel
   rows, t = [], time.process_time()
   texts = []
@@ -121,12 +118,9 @@ def _time_stages(dump, num_articles, num_pieces):
         texts.append(elem.text or "")
   rows.append(("bzip2 + XML (ElementTree.iterparse)", time.process_time() - t))
   t = time.process_time()
-  for text in texts:
-    mwparserfromhell.parse(text)
-  rows.append(("mwparserfromhell.parse alone", time.process_time() - t))
-  t = time.process_time()
   plain = [corpus.wikitext_to_text(text) for text in texts]
-  rows.append(("wikitext_to_text (parse + node removal + strip_code)", time.process_time() - t))
+  rows.append(("wikitext_to_text (regular expressions; benchmarks/wikitext_cleanup.py compares)",
+               time.process_time() - t))
   t = time.process_time()
   docs = [corpus.text_to_document(p) for p in plain]
   rows.append(("sentence split (text_to_document)", time.process_time() - t))

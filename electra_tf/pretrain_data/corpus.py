@@ -22,7 +22,6 @@ import tensorflow_datasets as tfds
 
 from electra_tf import fileio
 from electra_tf.errors import DataPrepError
-from electra_tf.pretrain_data import openwebtext as openwebtext_lib
 from electra_tf.pretrain_data import wikipedia, wikitext
 
 
