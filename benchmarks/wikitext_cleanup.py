@@ -1,5 +1,6 @@
 """Wikitext cleanup alternatives on the same real pages: speed, and markup left in the packed examples.
 
+  pip install mwparserfromhell   # the baseline; no longer a dependency of electra-tf
   nice -n 10 python benchmarks/wikitext_cleanup.py [--dump DUMP.xml.bz2] [--repeat 5] [--wtp-path DIR]
 
 Reads the main-namespace pages of a MediaWiki dump (default: $ELECTRA_TEST_DATA/wikipedia/
