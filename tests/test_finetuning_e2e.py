@@ -1,6 +1,7 @@
 """End to end on CPU with tiny models: real rt_polarity / SQuAD sample / OANC POS data, multi-task with
 test outputs and GLUE submission files, the command line, and the TFDS source (mocked, offline)."""
 
+import collections
 import json
 import os
 import pickle
@@ -163,7 +164,27 @@ def test_chunk_on_real_pos_data(tmp_path, data_dir, bert_vocab):
   cfg = tiny_config(tmp_path, ["chunk"], bert_vocab, max_seq_length=48, learning_rate=2e-3, num_train_epochs=2.0)
   results = run_finetuning(cfg, progress=False)[0]["chunk"]
   assert set(results) == {"precision", "recall", "f1", "loss"}
-  assert results["f1"] > 10  # POS tags as one-word spans; NN/DT/IN alone give this much
+  # POS tags are one-word spans, so F1 is per-word accuracy. Baselines on the same files: one tag for every
+  # word (NN, 12.9) and each word's most frequent training tag (69.1). The tiny model measured 64.9
+  # (2026-11-25); it must come within 10 points of the per-word baseline.
+  majority, most_frequent = _pos_baselines(tmp_path / "finetuning_data" / "chunk")
+  assert majority < 20 and 60 < most_frequent < 80, (majority, most_frequent)
+  assert results["f1"] > most_frequent - 10, (results["f1"], most_frequent)
+
+
+def _pos_baselines(task_dir):
+  """Dev accuracy x100 of the majority tag, and of each word's most frequent train tag (unseen: majority)."""
+  def words(split):
+    rows = [line.split() for line in (task_dir / f"{split}.txt").read_text(encoding="utf-8").splitlines()]
+    return [(row[0], row[-1]) for row in rows if row]
+  train, dev = words("train"), words("dev")
+  majority = collections.Counter(tag for _, tag in train).most_common(1)[0][0]
+  by_word = collections.defaultdict(collections.Counter)
+  for word, tag in train:
+    by_word[word.lower()][tag] += 1
+  guess = lambda w: by_word[w.lower()].most_common(1)[0][0] if w.lower() in by_word else majority
+  return (100 * sum(tag == majority for _, tag in dev) / len(dev),
+          100 * sum(guess(word) == tag for word, tag in dev) / len(dev))
 
 
 def test_multitask_trials_test_outputs_and_glue_files(tmp_path, bert_vocab):

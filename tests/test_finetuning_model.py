@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.special
 import tensorflow as tf
 
 from electra_tf.finetuning import heads
@@ -108,9 +109,17 @@ def test_qa_head_beam_outputs(tmp_path, bert_vocab, tokenizer):
   allowed = set(range(10, 20)) | {0}  # answer mask: the context (segment 1, real) and [CLS]
   assert set(o["start_top_index"].ravel()) <= allowed and set(o["end_top_index"].ravel()) <= allowed
   assert np.all(np.diff(o["start_top_log_probs"], axis=1) <= 0)
-  # training uses the gold start; the loss includes the answerable term
+  # training uses the gold start; the loss includes the answerable term. Recomputed here from the returned
+  # logits: mean of the start and end cross-entropies plus answerable_weight x the answerable log loss.
   loss, outs = model(feats, training=True, dropout_seed=tf.constant([0, 0]))
-  assert np.isfinite(float(loss)) and float(loss) > 0
+  o = {k: v.numpy().astype(np.float64) for k, v in outs["squad"].items()}
+  nll = lambda logits, gold: scipy.special.logsumexp(logits, -1) - logits[np.arange(b), gold]
+  answerable = np.logaddexp(0, o["answerable_logit"]) - np.array([0, 1]) * o["answerable_logit"]
+  expected = ((nll(o["start_logits"], [12, 0]) + nll(o["end_logits"], [14, 0])) / 2
+              + cfg.answerable_weight * answerable)
+  assert float(loss) == pytest.approx(expected.sum(), rel=1e-5)
+  # An untrained head spreads its probability over the 11 allowed positions: about ln 11 each, plus 0.5 ln 2.
+  np.testing.assert_allclose(expected, np.log(11) + cfg.answerable_weight * np.log(2), atol=0.5)
 
 
 def test_every_head_family_gives_what_its_scorer_reads(tmp_path, bert_vocab, tokenizer):
