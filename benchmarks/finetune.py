@@ -90,7 +90,7 @@ def main():
   p.add_argument("--seq-len", type=int, default=128)
   p.add_argument("--batch-size", type=int, default=32)
   p.add_argument("--steps", type=int, default=5)
-  p.add_argument("--mixed-precision", default="float32", choices=("float32", "bfloat16"))
+  p.add_argument("--mixed-precision", default="float32", choices=("float32", "bfloat16", "float16"))
   p.add_argument("--xla", action="store_true")
   p.add_argument("--sample-trials", type=int, default=0, help="time N whole trials of the main job instead")
   p.add_argument("--sample-dir", default=None, help="the sample setup for --sample-trials (built if missing)")

@@ -62,7 +62,7 @@ def bench_ours(cfg, steps: int, warmup: int) -> float:
   ids = tf.concat([tf.fill([b, 1], 101), ids[:, 1:-1], tf.fill([b, 1], 102)], 1)
   batch = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
   ds = tf.data.Dataset.from_tensors(batch).repeat()
-  iterator = iter(t.strategy.experimental_distribute_dataset(ds))
+  iterator = iter(ds)  # the trainer's loop reads global batches from a local iterator
   train_loop = t.compiled_train_loop()
   train_loop(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
   start = time.perf_counter()
@@ -163,6 +163,8 @@ def main(argv=None):
                   help="interpreter with tf-models-official installed, e.g. a separate venv made by "
                        "`python -m venv /tmp/tfm && /tmp/tfm/bin/pip install tf-models-official` "
                        "(it pins its own TensorFlow)")
+  ap.add_argument("--strategy", default="one_device", choices=("one_device", "mirrored"),
+                  help="mirrored: every local GPU (the global batch is split across them)")
   ap.add_argument("--json", help="also write the results here")
   args = ap.parse_args(argv)
   import tensorflow as tf
@@ -172,7 +174,10 @@ def main(argv=None):
   steps = args.steps or (20 if gpu else 3)
   device = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
       "device_name", "GPU") if gpu else f"CPU ({os.cpu_count()} cores)"
-  print(f"device: {device}; batch {batch}, length {args.seq_len}, {steps} timed steps")
+  n_gpus = len(tf.config.list_physical_devices("GPU"))
+  if args.strategy == "mirrored" and gpu:
+    device = f"{n_gpus} x {device}"
+  print(f"device: {device}; strategy {args.strategy}; batch {batch}, length {args.seq_len}, {steps} timed steps")
   peaks = {dt: matmul_peak_tflops(dt, 8192 if gpu else 2048) for dt in args.dtypes.split(",")}
   print("measured matmul peak (TFLOP/s): " + ", ".join(f"{k} {v:.3f}" for k, v in peaks.items()))
   rows = []
@@ -182,7 +187,7 @@ def main(argv=None):
         cfg = PretrainingConfig.create(f"bench_{size}", "/nonexistent", preset=size, train_batch_size=batch,
                                        vocab_size=args.vocab_size,
                                        max_seq_length=args.seq_len, mixed_precision=dtype, use_xla=xla,
-                                       num_warmup_steps=0, strategy="one_device")
+                                       num_warmup_steps=0, strategy=args.strategy)
         flops = training_flops_per_sequence(cfg)
         impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
         if "hf" in args.compare.split(",") and xla:
@@ -200,7 +205,7 @@ def main(argv=None):
             print(f"{name}: {e}")
             continue
           tflops = seqs * flops / 1e12
-          row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len,
+          row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len, strategy=args.strategy,
                      xla=None if name == "transformers-torch" else xla, seq_per_s=seqs,
                      tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype])
           rows.append(row)

@@ -26,6 +26,10 @@ class PretrainingError(ElectraError, RuntimeError):
   """A pre-training run cannot start or continue (bad data, vocab mismatch, NaN loss)."""
 
 
+class FinetuningError(ElectraError, RuntimeError):
+  """A fine-tuning run cannot start or continue (a NaN loss, an interrupted run with other hparams)."""
+
+
 class ConversionError(ElectraError, ValueError):
   """A checkpoint that cannot be read, recognised or written in the requested format."""
 

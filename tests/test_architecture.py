@@ -20,8 +20,9 @@ ALLOWED = {
     "docs_gen": {"configs", "hparams"},
     "pretrain_data": CORE,
     "convert": CORE,
-    "pretraining": CORE | {"pretrain_data", "convert"},
-    "finetuning": CORE | {"convert"},
+    "training": CORE,  # the loop both jobs share; neither job imports the other
+    "pretraining": CORE | {"pretrain_data", "convert", "training"},
+    "finetuning": CORE | {"convert", "training"},
     "keras_encoder": CORE | {"convert"},
     "serving": CORE | {"convert", "finetuning"},
     "sample_data": CORE | {"pretrain_data"},

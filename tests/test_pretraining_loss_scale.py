@@ -4,7 +4,7 @@ finite steps grow it back after the growth interval."""
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.pretraining.loss_scale import INITIAL_SCALE, DynamicLossScale
+from electra_tf.training.loss_scale import INITIAL_SCALE, DynamicLossScale
 
 
 def test_overflow_skips_the_update_halves_the_scale_and_finite_steps_grow_it_back():

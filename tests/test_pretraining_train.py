@@ -222,7 +222,7 @@ def test_float16_overflow_skips_the_step_halves_the_scale_and_grows_it_back(wiki
   (The scale starts at 2^8: at the default 2^15 this model's first float16 gradient really overflows.)"""
   import keras
   import tensorflow as tf
-  from electra_tf.pretraining.loss_scale import DynamicLossScale
+  from electra_tf.training.loss_scale import DynamicLossScale
   INITIAL_SCALE = 2.0 ** 8
   cfg = _config(wiki_dir, "fp16_overflow", num_train_steps=6, iterations_per_loop=1, save_checkpoints_steps=100,
                 mixed_precision="float16")
@@ -281,7 +281,7 @@ def test_xla_matches_the_uncompiled_run(wiki_dir):
     logs, log_loop = [], t._log_loop  # pylint: disable=protected-access
     t._log_loop = lambda *args: logs.append(log_loop(*args)) or logs[-1]  # pylint: disable=protected-access
     t.train()
-    assert getattr(t._single_fn, "_jit_compile", None) is (True if xla else None)  # pylint: disable=protected-access
+    assert getattr(t.replica_step._single_fn, "_jit_compile", None) is (True if xla else None)  # pylint: disable=protected-access
     runs[xla] = (logs, _weights(t))
   (plain_logs, plain_w), (xla_logs, xla_w) = runs[False], runs[True]
   assert len(plain_logs) == len(xla_logs) == 2

@@ -4,6 +4,9 @@ Per trial t (1-based; seed = ``config.seed + t - 1``): build the model, load ``i
 reference names, train, save to ``finetuning_models/<tasks>_model_<t>``, score dev, optionally write
 test predictions and GLUE submission files, and rewrite ``results/<tasks>_results.{txt,pkl,json}``
 with every trial so far plus the median / mean / std summary.
+
+SIGTERM / SIGINT stop the running trial with a checkpoint; rerunning the same command keeps the finished
+trials and resumes that one exactly (``interrupted``).
 """
 
 import itertools
@@ -14,7 +17,7 @@ import typing
 
 from electra_tf import fileio, runtime
 from electra_tf.convert import load_pretrained_weights, write_tf1
-from electra_tf.finetuning import outputs
+from electra_tf.finetuning import interrupted, outputs
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer, num_train_steps
@@ -116,6 +119,7 @@ class FinetuningRun:
     self.progress = progress
     self.trial_results = []
     self.init_checkpoint = resolve_init_checkpoint(config)
+    self.interrupted = interrupted.InterruptedRun(config, self.tasks_key)
 
   def model_dir(self, trial: int) -> str:
     return os.path.join(self.config.model_dir, "finetuning_models", f"{self.tasks_key}_model_{trial}")
@@ -156,7 +160,9 @@ class FinetuningRun:
 
   # ---- trials -------------------------------------------------------------------------------------------
 
-  def run_trial(self, trial: int) -> dict:
+  def run_trial(self, trial: int, resume: bool = False) -> typing.Optional[dict]:
+    """Trains (resuming the interrupted trial's checkpoint with ``resume``), saves, evaluates and writes
+    one trial; None when a stop signal interrupted it (its checkpoint is saved)."""
     cfg = self.config
     seed = cfg.seed + trial - 1
     trainer = Trainer(cfg, self.tasks, self.strategy, seed)
@@ -172,11 +178,17 @@ class FinetuningRun:
         raise HParamError(f"{n_padded} training examples give 0 steps at batch size {cfg.train_batch_size}")
       per_epoch = max(1, n_padded // cfg.train_batch_size)
       on_epoch = (lambda epoch: self.evaluate(trainer)) if cfg.do_eval and cfg.eval_every_epoch else None
-      if fileio.isdir(model_dir):
+      if fileio.isdir(model_dir) and not resume:
         fileio.rmtree(model_dir)  # the reference wipes the trial's model directory
       on_checkpoint = lambda step: self.save(trainer, model_dir, step, final=False)
       stats = trainer.train(arrays, steps, per_epoch, on_epoch, os.path.join(model_dir, "tensorboard"),
-                            self.progress, on_checkpoint)
+                            self.progress, on_checkpoint, resume_dir=self.interrupted.trial_dir(trial))
+      if stats["status"] == "interrupted":
+        self.interrupted.record(trial, self.trial_results)
+        print(f"stopped by signal {trainer.stop_signal} in trial {trial} at step {stats['global_step']}; "
+              f"checkpoint saved, rerun the same command to resume", flush=True)
+        return None
+      fileio.rmtree(self.interrupted.trial_dir(trial), ignore_errors=True)
       log.info("trained %d steps, %.1f examples/s", stats["global_step"], stats["examples_per_second"])
       self.save(trainer, model_dir, stats["global_step"])
     if cfg.do_eval:
@@ -189,8 +201,7 @@ class FinetuningRun:
 
   def save(self, trainer: Trainer, model_dir: str, step: int, final: bool = True):
     """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots). Each save
-    replaces the previous one: fine-tuning does not resume (a new trial starts from a wiped directory, as
-    in the reference), so a mid-run checkpoint only keeps the latest weights of a run that dies."""
+    replaces the previous one (resuming uses the trial's own checkpoint under ``finetuning_resume``)."""
     arrays = {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
     vocab = self.config.vocab_file if fileio.isfile(self.config.vocab_file) else None
     tb = os.path.join(model_dir, "tensorboard")
@@ -205,11 +216,20 @@ class FinetuningRun:
 
   def run(self) -> typing.List[dict]:
     cfg = self.config
-    trials = itertools.count(1) if cfg.num_trials < 0 else range(1, cfg.num_trials + 1)
+    state = self.interrupted.load()
+    first = 1
+    if state is not None:
+      self.trial_results, first = state["results"], state["trial"]
+      print(f"resuming trial {first} ({len(self.trial_results)} finished trial(s) kept)", flush=True)
+    trials = itertools.count(first) if cfg.num_trials < 0 else range(first, cfg.num_trials + 1)
     summary = {}
+    self.stopped = False
     for trial in trials:
       start = time.time()
-      results = self.run_trial(trial)
+      results = self.run_trial(trial, resume=state is not None and trial == first)
+      if results is None:
+        self.stopped = True
+        break
       results["time"] = time.time() - start
       self.trial_results.append(results)
       if cfg.do_eval:
@@ -217,6 +237,8 @@ class FinetuningRun:
         print(outputs.format_results([results]), end="", flush=True)
         if len(self.trial_results) > 1:
           print(outputs.format_summary(summary), end="", flush=True)
+    if not self.stopped:
+      self.interrupted.clear()
     self.summary = summary
     return self.trial_results
 

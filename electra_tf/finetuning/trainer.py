@@ -1,11 +1,12 @@
-"""The fine-tuning loop: a ``tf.function`` step under a ``tf.distribute`` strategy, and batched prediction.
+"""The fine-tuning job's trainer: tasks' heads on the encoder, run by the shared training runtime.
 
 Training follows the reference: loss summed over the (global) batch, gradients clipped to global norm
 1.0, AdamW without bias correction, multiplicative warmup over the first 10% of steps then linear decay,
 layer-wise LR ``lr * d^(L + 2 - depth)``. Dropout masks come from ``seed``, the step and the replica, so
-a trial is reproducible. With several replicas the gradients are summed across replicas before the
-clip (the clip sees the global gradient, as on the reference's TPU). One compiled call runs up to
-``iterations_per_loop`` steps (the reference's TPU loop), stopping early at epoch and checkpoint boundaries.
+a trial is reproducible. The step (accumulation, all-reduce, clip, float16 loss scaling, apply, XLA), the
+compiled loop of up to ``iterations_per_loop`` steps, NaN detection, the resumable checkpoint and the host
+loop with its signals are ``electra_tf.training``'s, shared with pre-training; what is fine-tuning's own is
+the model, the in-memory input, epochs and prediction.
 
 ``gradient_accumulation_steps`` k: the step's batch is cut into k micro-batches run one after the other
 inside the compiled step, their gradients summed (the loss is a sum over examples, so this is exact), then
@@ -13,7 +14,6 @@ clipped and applied once; steps, the schedule and epochs count global batches. D
 example (``per_example_dropout``), so the k micro-batches equal the one batch.
 """
 
-import math
 import time
 import typing
 
@@ -23,11 +23,12 @@ import tensorflow as tf
 
 from electra_tf import runtime
 from electra_tf.configs import uses_per_example_dropout
-from electra_tf.errors import HParamError
+from electra_tf.errors import FinetuningError, HParamError
 from electra_tf.finetuning.model import FinetuningModel
-from electra_tf.modeling import RowKeyedSeed
 from electra_tf.modeling.keyed_random import step_key
-from electra_tf.optimization import accumulate, accumulation_graph_options, clip_by_global_norm, create_optimizer
+from electra_tf.optimization import create_optimizer
+from electra_tf.training import checkpointing, controller, loop, step as train_step
+from electra_tf.training.loss_scale import DynamicLossScale
 
 # Stream of ``keyed_random.step_key`` for per-example dropout.
 DROPOUT_STREAM = 1
@@ -36,16 +37,6 @@ DROPOUT_STREAM = 1
 def num_train_steps(n_padded: int, batch_size: int, epochs: float) -> int:
   """The reference's step count: int(n_padded // batch * epochs)."""
   return int(n_padded // batch_size * epochs)
-
-
-def loop_length(step: int, total_steps: int, iterations_per_loop: int, *intervals: int) -> int:
-  """Steps in the next compiled call: up to ``iterations_per_loop``, ending at the next multiple of each
-  non-zero interval (the host acts there) and at ``total_steps``."""
-  n = min(iterations_per_loop, total_steps - step)
-  for every in intervals:
-    if every:
-      n = min(n, every - step % every)
-  return max(1, n)
 
 
 def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0) -> tf.data.Dataset:
@@ -61,32 +52,53 @@ def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0) -
   return ds.batch(batch_size, drop_remainder=True).prefetch(2).with_options(options)
 
 
+class _Objective:
+  """The summed task losses of one micro-batch, as ``training.step.ReplicaStep`` runs it."""
+
+  def __init__(self, model, seed: int):
+    self.model, self.seed = model, seed
+    self.base_seed = tf.constant([seed, 0x5EED], tf.int32)
+
+  def prepare(self, features, ctx):
+    return ()
+
+  def replica_seed(self, step, replica_id):
+    seed = tf.random.experimental.stateless_fold_in(self.base_seed, tf.cast(step, tf.int32))
+    return tf.random.experimental.stateless_fold_in(seed, replica_id)
+
+  def example_key(self, step):
+    return step_key(self.seed, step, DROPOUT_STREAM)
+
+  def forward(self, features, step, row_offset, prepared, dropout_seed):
+    loss, _ = self.model(features, training=True, dropout_seed=dropout_seed)
+    return loss, {"loss": loss}
+
+  def zeros(self) -> dict:
+    return {"loss": tf.zeros([])}
+
+
 class Trainer:
   """Owns the model, its optimizer and compiled steps for one trial."""
 
   def __init__(self, config, tasks, strategy: tf.distribute.Strategy, seed: int):
     self.config, self.tasks, self.strategy, self.seed = config, tasks, strategy, seed
-    if config.mixed_precision == "float16":
-      raise HParamError("mixed_precision float16 needs loss scaling, which fine-tuning does not implement; "
-                        "use bfloat16 (same speed on recent GPUs/TPUs) or float32")
-    replicas_x_micro = strategy.num_replicas_in_sync * config.gradient_accumulation_steps
-    if config.train_batch_size % replicas_x_micro:
-      raise HParamError(f"train_batch_size {config.train_batch_size} does not split into "
-                        f"{strategy.num_replicas_in_sync} replicas x gradient_accumulation_steps "
-                        f"{config.gradient_accumulation_steps}; use a multiple of {replicas_x_micro}")
+    train_step.check_batch_split(HParamError, "train_batch_size", config.train_batch_size,
+                                 strategy.num_replicas_in_sync, config.gradient_accumulation_steps)
     runtime.set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(seed)  # weight initialisation of the heads (and of a fresh encoder)
     self.model_config = config.model_config()
     with strategy.scope():
       self.model = FinetuningModel(self.model_config, tasks)
       self.model.build()
+      self.loss_scale = DynamicLossScale() if config.mixed_precision == "float16" else None
     self.optimizer = None
+    self.stop_signal = None
     self._train_loop = self._predict_step = None
 
   def distribute(self, ds: tf.data.Dataset):
-    """The dataset as the strategy's replicas read it. One device reads it directly: the distributed
-    wrapper's background thread (and tf.data's autotuner, off in ``make_dataset``) made deleting a training
-    iterator wait for their next wake-up: about 20 s at the end of every sample fine-tuning trial on 2 CPU
+    """The dataset as the strategy's replicas read it (prediction). One device reads it directly: the
+    distributed wrapper's background thread (and tf.data's autotuner, off in ``make_dataset``) made deleting
+    an iterator wait for their next wake-up: about 20 s at the end of every sample fine-tuning trial on 2 CPU
     cores, half the trial (benchmarks/README.md)."""
     if isinstance(self.strategy, tf.distribute.OneDeviceStrategy):
       return ds
@@ -106,112 +118,115 @@ class Trainer:
     return self.optimizer
 
   def _build_train_loop(self):
-    model, optimizer, strategy = self.model, self.optimizer, self.strategy
-    base_seed = tf.constant([self.seed, 0x5EED], tf.int32)
-    n_replicas = strategy.num_replicas_in_sync
-    k, per_example = self.config.gradient_accumulation_steps, uses_per_example_dropout(self.config)
+    k = self.config.gradient_accumulation_steps
+    self.replica_step = train_step.ReplicaStep(
+        _Objective(self.model, self.seed), self.model.trainable_variables, self.optimizer, self.strategy,
+        accumulation=k, loss_scale=self.loss_scale, use_xla=self.config.use_xla,
+        per_example_dropout=uses_per_example_dropout(self.config))
+    return loop.compile_loop(self.strategy, self.replica_step, {"loss": [], "grad_norm": []}, "loss", k)
 
-    def step_fn(batch):
-      ctx = tf.distribute.get_replica_context()
-      seed = tf.random.experimental.stateless_fold_in(base_seed, tf.cast(optimizer.iterations, tf.int32))
-      seed = tf.random.experimental.stateless_fold_in(seed, ctx.replica_id_in_sync_group)
-      variables = model.trainable_variables
-      if per_example:  # masks keyed by each row's index in the global batch, however the batch is cut
-        rows = tf.shape(batch["input_ids"])[0]  # this replica's share of the global batch
-        first_row = tf.cast(ctx.replica_id_in_sync_group, tf.int32) * rows
-        key = step_key(self.seed, optimizer.iterations, DROPOUT_STREAM)
-
-      def micro_grads(part, i):
-        dropout_seed = RowKeyedSeed(key, first_row + i * (rows // k)) if per_example else seed
-        with tf.GradientTape() as tape:
-          loss, _ = model(part, training=True, dropout_seed=dropout_seed)
-        return [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)], loss
-
-      if k == 1:
-        grads, loss = micro_grads(batch, 0)
-      else:
-        grads, loss = accumulate(micro_grads, batch, k, ([tf.zeros_like(v) for v in variables], tf.zeros([])))
-      if n_replicas > 1:
-        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-      grads, _ = clip_by_global_norm(grads, 1.0)
-      if n_replicas > 1:  # the optimizer sums across replicas again
-        grads = [g / n_replicas for g in grads]
-      optimizer.apply_gradients(zip(grads, variables))
-      return loss
-
-    if self.config.use_xla:
-      step_fn = tf.function(step_fn, jit_compile=True)
-
-    @tf.function
-    def train_loop(iterator, num_steps):
-      """``num_steps`` steps -> (loss, learning rate after the step) per step done; stops after a
-      non-finite loss."""
-      losses = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
-      rates = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
-      for i in tf.range(num_steps):
-        per_replica = strategy.run(step_fn, args=(next(iterator),))
-        loss = tf.cast(strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None), tf.float32)
-        losses = losses.write(i, loss)
-        rates = rates.write(i, tf.cast(optimizer.learning_rate, tf.float32))
-        if not tf.math.is_finite(loss):
-          break
-      return losses.stack(), rates.stack()
-
-    def run_loop(iterator, num_steps):
-      with accumulation_graph_options(k > 1):
-        return train_loop(iterator, num_steps)
-
-    return run_loop
+  def checkpoint_objects(self) -> dict:
+    """What a resumable trial checkpoint holds besides the input position."""
+    objects = {"model": self.model, "optimizer": self.optimizer}
+    if self.loss_scale is not None:
+      objects.update(self.loss_scale.checkpoint_objects())
+    return objects
 
   def train(self, arrays: dict, total_steps: int, steps_per_epoch: int,
             on_epoch_end: typing.Optional[typing.Callable[[int], dict]] = None,
             log_dir: typing.Optional[str] = None, progress: bool = True,
-            on_checkpoint: typing.Optional[typing.Callable[[int], None]] = None) -> dict:
+            on_checkpoint: typing.Optional[typing.Callable[[int], None]] = None,
+            resume_dir: typing.Optional[str] = None) -> dict:
     """Runs ``total_steps`` steps; calls ``on_epoch_end(epoch)`` after each epoch but the last, and
     ``on_checkpoint(step)`` every ``save_checkpoints_steps`` steps before the last.
-    Returns {"global_step", "loss" (mean of the last epoch), "examples_per_second"}."""
+
+    ``resume_dir``: where the trial's resumable checkpoint (weights, optimizer, step, input position) is
+    written every ``save_checkpoints_steps`` steps and on SIGTERM / SIGINT, and restored from if present.
+    Returns {"global_step", "loss" (mean of the last epoch), "examples_per_second", "status"} with status
+    "finished", or "interrupted" (a stop signal: the checkpoint is saved, ``self.stop_signal`` names it).
+    """
     cfg = self.config
     if self.optimizer is None:
       self.make_optimizer(total_steps)
-    ds = make_dataset(arrays, cfg.train_batch_size, True, self.seed)
-    iterator = iter(self.distribute(ds))
+    iterator = iter(make_dataset(arrays, cfg.train_batch_size, True, self.seed))
+    ckpt = None
+    if resume_dir:
+      ckpt = checkpointing.Checkpointer(resume_dir, self.checkpoint_objects(), self.optimizer.iterations,
+                                        max_to_keep=1, iterator=iterator)
+      path, skip = ckpt.restore()
+      if skip:  # a trial checkpoint is always written with its input position
+        raise FinetuningError(f"{path} has no input position; delete {resume_dir} to restart the trial")
     self._train_loop = self._train_loop or self._build_train_loop()
-    writer = tf.summary.create_file_writer(log_dir) if log_dir else None
-    bar = runtime.progress_bar(progress, total_steps, desc="fine-tuning", leave=False)
-    log_every = max(1, min(25, steps_per_epoch))  # several points per epoch for the curves
-    losses, start, epoch = [], time.time(), 0
+    writer = runtime.LazySummaryWriter(log_dir) if log_dir else None
     step = int(self.optimizer.iterations.numpy())
-    checkpoint_every = cfg.save_checkpoints_steps if on_checkpoint is not None else 0
-    epoch_every = steps_per_epoch if on_epoch_end is not None else 0
-    while step < total_steps:
-      n = loop_length(step, total_steps, cfg.iterations_per_loop, epoch_every, checkpoint_every)
-      loop_losses, loop_rates = self._train_loop(iterator, tf.constant(n, tf.int32))
-      for loss, rate in zip(loop_losses.numpy().tolist(), loop_rates.numpy().tolist()):
-        step += 1
-        if not math.isfinite(loss):
-          raise FloatingPointError(f"loss became {loss} at step {step}; lower the learning rate")
-        losses.append(loss)
-        if step % log_every == 0 or step == total_steps:
-          runtime.write_scalars(writer, step, {"loss": float(np.mean(losses[-log_every:])), "learning_rate": rate},
-                                "train/")
+    bar = runtime.progress_bar(progress, total_steps, step, desc="fine-tuning", leave=False)
+    log_every = max(1, min(25, steps_per_epoch))  # several points per epoch for the curves
+    sums = {"window": [0.0, 0], "epoch": [0.0, 0]}
+    schedule = self.optimizer._learning_rate  # pylint: disable=protected-access
+    start, done_total = time.time(), [0]
+
+    def add(report):
+      loss = float(report.totals["loss"])
+      for key in sums:
+        sums[key][0] += loss
+        sums[key][1] += report.done
+      done_total[0] += report.done
       if bar is not None:
-        bar.update(n)
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
-      if epoch_every and step % epoch_every == 0 and step < total_steps:
-        epoch += 1
-        for task, values in (on_epoch_end(epoch) or {}).items():
-          runtime.write_scalars(writer, step, values, f"dev/{task}/")
-      if checkpoint_every and step % checkpoint_every == 0 and step < total_steps:
-        if writer is not None:
-          writer.flush()
-        on_checkpoint(step)
-    if bar is not None:
-      bar.close()
+        bar.update(report.done)
+        bar.set_postfix(loss=f"{loss / max(report.done, 1):.4f}")
+
+    def log(report):
+      total, n = sums["window"]
+      runtime.write_scalars(writer, report.step, {"loss": total / max(n, 1),
+                                                  "learning_rate": float(schedule(report.step - 1))}, "train/")
+      sums["window"] = [0.0, 0]
+
+    def epoch_end(report):
+      sums["epoch"] = [0.0, 0]
+      if on_epoch_end is not None:
+        for task, values in (on_epoch_end(report.step // steps_per_epoch) or {}).items():
+          runtime.write_scalars(writer, report.step, values, f"dev/{task}/")
+
+    def save(step):
+      if writer is not None:
+        writer.flush()
+      if ckpt is not None:
+        ckpt.save(step)
+
+    def checkpoint(report):
+      save(report.step)
+      if on_checkpoint is not None:
+        on_checkpoint(report.step)
+
+    last_epoch_sums = {}
+
+    def keep_epoch(report):
+      last_epoch_sums.update(total=sums["epoch"][0], n=sums["epoch"][1])
+
+    every_checkpoint = cfg.save_checkpoints_steps if (on_checkpoint is not None or ckpt is not None) else 0
+    hooks = [controller.Hook(add), controller.Hook(log, every=log_every),
+             controller.Hook(keep_epoch, every=steps_per_epoch),
+             controller.Hook(epoch_end, every=steps_per_epoch, final=False)]
+    if every_checkpoint:
+      hooks.append(controller.Hook(checkpoint, every=every_checkpoint, final=False))
+    runner = controller.Controller(
+        self._train_loop, self.optimizer.iterations, cfg.iterations_per_loop, hooks, save=save,
+        saved_at=ckpt.saved_at if ckpt is not None else (lambda step: False),
+        latest=lambda: ckpt.latest if ckpt is not None else None, error_type=FinetuningError,
+        nan_advice="lower learning_rate, or use bfloat16 instead of float16")
+    try:
+      status = runner.run(iterator, total_steps, log_fn=lambda line: None)
+    finally:
+      if bar is not None:
+        bar.close()
+      if writer is not None:
+        writer.flush()
+    self.stop_signal = runner.stop_signal
     elapsed = time.time() - start
-    if writer is not None:
-      writer.flush()
-    return {"global_step": step, "loss": float(np.mean(losses[-max(1, steps_per_epoch):])) if losses else 0.0,
-            "examples_per_second": len(losses) * cfg.train_batch_size / max(elapsed, 1e-9)}
+    step = int(self.optimizer.iterations.numpy())
+    epoch_loss = last_epoch_sums.get("total", 0.0) / max(last_epoch_sums.get("n", 0), 1)
+    return {"global_step": step, "loss": epoch_loss, "status": status,
+            "examples_per_second": done_total[0] * cfg.train_batch_size / max(elapsed, 1e-9)}
 
   # ---- prediction ---------------------------------------------------------------------------------------
 

@@ -71,8 +71,14 @@ def _shard_skipping_bad_records(path, expected, spec, max_seq_length):
           .filter(lambda ex, end: tf.logical_not(end)).map(lambda ex, end: ex))
 
 
+def _decode_batch(records, spec):
+  """A batch of serialized examples -> int32 features: one vectorized parse (the per-record parse of the
+  reference gives the same values at a fraction of the speed)."""
+  return {name: tf.cast(t, tf.int32) for name, t in tf.io.parse_example(records, spec).items()}
+
+
 def pretraining_dataset(file_patterns, max_seq_length, batch_size, is_training=True, num_cpu_threads=4,
-                        repeat=True, seed=None, check_files=True, skip_bad_records=False):
+                        repeat=True, seed=None, check_files=True, skip_bad_records=False, skip_batches=0):
   """The reference input_fn: repeat -> shuffle files -> interleave -> shuffle(100) -> batch.
 
   Args:
@@ -88,6 +94,8 @@ def pretraining_dataset(file_patterns, max_seq_length, batch_size, is_training=T
       after an unreadable record is lost); a shard that gave fewer records than metadata.json recorded is
       reported on stderr with the count each time it is read. Otherwise the same examples in the same
       order.
+    skip_batches: batches to leave out at the start, dropped before they are parsed (replaying the stream
+      to a resumed run's position costs reading, not decoding).
 
   Returns:
     tf.data.Dataset of dicts ``input_ids``, ``input_mask``, ``segment_ids``: int32 [batch_size,
@@ -113,7 +121,13 @@ def pretraining_dataset(file_patterns, max_seq_length, batch_size, is_training=T
   d = d.interleave(read_shard, cycle_length=min(num_cpu_threads, len(files)),
                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=not is_training)
   d = d.shuffle(buffer_size=100, seed=seed)
-  if not skip_bad_records:
-    d = d.map(lambda r: _decode_record(r, spec), num_parallel_calls=num_cpu_threads)
   d = d.batch(batch_size, drop_remainder=True)
+  if skip_batches:
+    d = d.skip(skip_batches)
+  if not skip_bad_records:
+    d = d.map(lambda r: _decode_batch(r, spec), num_parallel_calls=num_cpu_threads)
+  else:  # skip_bad_records' shards print what they lost: state-free, so the iterator may still be saved
+    options = tf.data.Options()
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    d = d.with_options(options)
   return d.prefetch(tf.data.AUTOTUNE)

@@ -1,8 +1,10 @@
 """The pre-training job's inputs: data checks, training and held-out files, the distributed input pipeline.
 
-``make_dataset_fn`` gives every replica its rows of the same deterministic stream of *global* batches, so
-a run on any topology sees the examples one device would, and a resumed run replays and skips the batches
-it has done (tf.data distributed iterators cannot be checkpointed).
+``global_batches`` is the training input: one deterministic stream of *global* batches, read by a local
+iterator whose position is checkpointed (``training.checkpointing``); replicas take their rows of each batch
+inside the compiled loop, so a run on any topology sees the examples one device would, and a resumed run
+continues the stream where it stopped. ``make_dataset_fn`` gives evaluation the same stream through
+``distribute_datasets_from_function``.
 """
 
 import logging
@@ -79,30 +81,45 @@ def data_loss_error(cfg: PretrainingConfig, error: Exception, last_checkpoint) -
       "unreadable records")
 
 
-def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: int, start_batch: int = 0):
-  """``dataset_fn(input_context)`` for ``distribute_datasets_from_function``.
+def _warn_skip_bad_records(cfg: PretrainingConfig, patterns):
+  first = patterns[0] if isinstance(patterns, (list, tuple)) else patterns
+  counted = metadata.shard_records(metadata.read_metadata(first))
+  log.warning("skip_bad_records: unreadable or mis-shaped records are skipped%s",
+              "; a shard that loses some is reported with the count" if counted else
+              " uncounted (metadata.json has no per-shard record counts: rebuild the data to count them)")
+
+
+def global_batches(cfg: PretrainingConfig, patterns, global_batch: int, seed: int,
+                   skip_batches: int = 0) -> tf.data.Dataset:
+  """The deterministic stream of global batches training reads (one batch per step since step 0).
+
+  ``skip_batches``: batches to leave out at the start, unparsed (replaying to a position that a checkpoint
+  without the iterator's state did not record). ``cfg.skip_bad_records``: unreadable records are dropped
+  (and counted, where metadata.json has counts).
+  """
+  if cfg.skip_bad_records:
+    _warn_skip_bad_records(cfg, patterns)
+  return dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch,
+                                     is_training=False,  # deterministic order: exact resume and replays
+                                     seed=seed, check_files=False, skip_bad_records=cfg.skip_bad_records,
+                                     skip_batches=skip_batches)
+
+
+def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: int):
+  """``dataset_fn(input_context)`` for ``distribute_datasets_from_function`` (evaluation).
 
   Every input pipeline reads the same deterministic stream of *global* batches and keeps its rows, then
   splits them into consecutive per-replica batches, so replica r of the whole job gets rows
   [r * b, (r + 1) * b) of each global batch: the same examples as one device, in any topology.
-  ``start_batch``: global batches to skip (the input position of a resumed run: one batch per step).
-  ``cfg.skip_bad_records``: unreadable records are dropped (and counted, where metadata.json has counts).
   """
   if cfg.skip_bad_records:
-    first = patterns[0] if isinstance(patterns, (list, tuple)) else patterns
-    counted = metadata.shard_records(metadata.read_metadata(first))
-    log.warning("skip_bad_records: unreadable or mis-shaped records are skipped%s",
-                "; a shard that loses some is reported with the count" if counted else
-                " uncounted (metadata.json has no per-shard record counts: rebuild the data to count them)")
+    _warn_skip_bad_records(cfg, patterns)
 
   def dataset_fn(ctx: tf.distribute.InputContext):
     per_replica = ctx.get_per_replica_batch_size(global_batch)
     per_pipeline = global_batch // ctx.num_input_pipelines
-    ds = dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch,
-                                     is_training=False,  # deterministic order: exact resume and replays
-                                     seed=seed, check_files=False, skip_bad_records=cfg.skip_bad_records)
-    if start_batch:
-      ds = ds.skip(start_batch)
+    ds = dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch, is_training=False, seed=seed,
+                                     check_files=False, skip_bad_records=cfg.skip_bad_records)
     if ctx.num_input_pipelines > 1:
       lo = ctx.input_pipeline_id * per_pipeline
       ds = ds.map(lambda f: {k: v[lo:lo + per_pipeline] for k, v in f.items()})

@@ -1,4 +1,4 @@
-"""Dynamic loss scaling for float16 pre-training (bfloat16 and float32 need none).
+"""Dynamic loss scaling for float16 training, both jobs (bfloat16 and float32 need none).
 
 The loss is multiplied by ``scale`` before the gradient so small float16 gradients do not underflow, and
 the gradients are divided by it again. A step whose gradient overflows is skipped (the step still counts,

@@ -1,0 +1,86 @@
+"""Training checkpoints with the input position in them, so a resumed run starts in constant time.
+
+A ``Checkpointer`` saves the job's objects (weights, optimizer slots and step, loss scale) together with
+the state of the local ``tf.data`` iterator of global batches (``loop.compile_loop`` reads it): a resumed
+run restores the iterator where it stopped instead of re-reading and re-decoding every batch before it.
+The iterator's state is topology-free (it yields global batches; replicas take their rows afterwards), so a
+run may resume on another number of devices. A checkpoint written without the iterator's state (by an
+older version, or whose state no longer fits the pipeline) resumes by replaying the stream instead:
+``restore`` then returns the number of global batches the caller must skip.
+
+In a multi-worker job every worker restores the chief's latest checkpoint; non-chief workers write
+throw-away copies (every worker must take part in a save) that are deleted when training ends.
+"""
+
+import logging
+import os
+import typing
+
+import tensorflow as tf
+
+from electra_tf import fileio
+
+log = logging.getLogger("electra_tf.training")
+
+ITERATOR_KEY = "input_iterator"
+
+
+class Checkpointer:
+  """``objects``: the ``tf.train.Checkpoint`` children (without the iterator); ``step_var`` numbers the
+  files (``ckpt-<step>``); ``write_dir`` defaults to ``directory`` (the chief's)."""
+
+  def __init__(self, directory: str, objects: typing.Mapping[str, typing.Any], step_var, max_to_keep: int = 5,
+               write_dir: typing.Optional[str] = None, iterator=None):
+    self.directory, self.step_var = directory, step_var
+    self.write_dir = write_dir or directory
+    self.objects = dict(objects)
+    if iterator is not None:
+      self.objects[ITERATOR_KEY] = iterator
+    self.checkpoint = tf.train.Checkpoint(**self.objects)
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self.write_dir, max_to_keep=max_to_keep,
+                                              step_counter=step_var, checkpoint_name="ckpt")
+
+  @property
+  def latest(self) -> typing.Optional[str]:
+    """The newest checkpoint of the job (the chief's directory), or None."""
+    return tf.train.latest_checkpoint(self.directory)
+
+  def restore(self) -> typing.Tuple[typing.Optional[str], int]:
+    """Restores the latest checkpoint, if any: (its path or None, global batches the input must skip).
+
+    The skip is 0 when the iterator's position came back with the checkpoint (or there was none)."""
+    path = self.latest
+    if path is None:
+      return None, 0
+    has_iterator = ITERATOR_KEY in self.objects and any(
+        name.startswith(ITERATOR_KEY + "/") for name, _ in tf.train.list_variables(path))
+    if has_iterator:
+      try:
+        self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
+        return path, 0
+      except (tf.errors.OpError, ValueError, AssertionError) as e:
+        log.warning("the input position in %s does not fit this input pipeline (%s); replaying the input "
+                    "stream to it instead", path, str(e).strip().splitlines()[0][:200])
+    others = {k: v for k, v in self.objects.items() if k != ITERATOR_KEY}
+    tf.train.Checkpoint(**others).read(path).expect_partial().assert_existing_objects_matched()
+    skip = int(self.step_var.numpy()) if ITERATOR_KEY in self.objects else 0
+    return path, skip
+
+  def save(self, step: int) -> str:
+    return self.manager.save(checkpoint_number=step)
+
+  def saved_at(self, step: int) -> bool:
+    latest = self.manager.latest_checkpoint
+    return latest is not None and latest.endswith(f"-{step}")
+
+  def remove_worker_copies(self):
+    """Deletes a non-chief worker's throw-away directory."""
+    if self.write_dir != self.directory:
+      fileio.rmtree(self.write_dir, ignore_errors=True)
+
+
+def worker_dir(model_dir: str, strategy: tf.distribute.Strategy, chief: bool) -> str:
+  """Where this worker writes checkpoints: ``model_dir`` for the chief, a throw-away directory otherwise."""
+  if chief:
+    return model_dir
+  return os.path.join(model_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))

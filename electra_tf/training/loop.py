@@ -1,0 +1,73 @@
+"""The compiled multi-step loop both jobs run: up to ``iterations_per_loop`` steps per call (the reference's
+TPU loop), summing what each step logs and stopping at the first non-finite loss.
+
+The input is a *local* iterator of global batches (a plain ``tf.data`` iterator, so its position can be
+checkpointed: ``checkpointing.Checkpointer``). Inside the loop each replica takes its consecutive rows
+``[r * b, (r + 1) * b)`` of the global batch, so every topology sees the examples one device would.
+"""
+
+import typing
+
+import tensorflow as tf
+
+from electra_tf.optimization import accumulation_graph_options
+
+
+def loop_length(step: int, total_steps: int, iterations_per_loop: int, *intervals: int) -> int:
+  """Steps in the next compiled call: up to ``iterations_per_loop``, ending at the next multiple of each
+  non-zero interval (the host acts there) and at ``total_steps``."""
+  n = min(iterations_per_loop, total_steps - step)
+  for every in intervals:
+    if every:
+      n = min(n, every - step % every)
+  return max(1, n)
+
+
+def replica_rows(strategy: tf.distribute.Strategy, batch: dict):
+  """A global batch -> the per-replica values of ``strategy`` (replica r: rows [r * b, (r + 1) * b))."""
+  n = strategy.num_replicas_in_sync
+  if n == 1:
+    return batch
+
+  def rows(ctx):
+    replica = ctx.replica_id_in_sync_group
+    return {k: tf.split(v, n, axis=0)[replica] for k, v in batch.items()}
+
+  return strategy.experimental_distribute_values_from_function(rows)
+
+
+def compile_loop(strategy: tf.distribute.Strategy, replica_step, value_shapes: typing.Mapping[str, list],
+                 loss_key: str, accumulation: int = 1):
+  """``loop(iterator, num_steps) -> (summed values, steps done, first non-finite step or -1)``.
+
+  ``replica_step(features) -> (values, gradient norm)`` (a ``step.ReplicaStep``); every value of
+  ``value_shapes`` is summed over replicas and steps, and ``grad_norm`` (the replicas' mean) is added.
+  The loop breaks before adding a step whose ``loss_key`` is NaN or infinite, and reports that step.
+  """
+  keys = list(value_shapes)
+  step_var = replica_step.step_var
+
+  def one_step(features):
+    values, norm = replica_step(features)
+    return {**values, "grad_norm": norm}
+
+  @tf.function
+  def train_loop(iterator, num_steps):
+    totals = {k: tf.zeros(value_shapes[k]) for k in keys}
+    done, bad_step = tf.constant(0), tf.constant(-1, tf.int64)
+    for _ in tf.range(num_steps):
+      step_before = tf.identity(step_var)
+      per_replica = strategy.run(one_step, (replica_rows(strategy, next(iterator)),))
+      values = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica[k], axis=None) for k in keys}
+      if not tf.math.is_finite(values[loss_key]):
+        bad_step = step_before
+        break
+      totals = {k: totals[k] + values[k] for k in keys}
+      done += 1
+    return totals, done, bad_step
+
+  def run_loop(iterator, num_steps):
+    with accumulation_graph_options(accumulation > 1):
+      return train_loop(iterator, tf.constant(num_steps))
+
+  return run_loop

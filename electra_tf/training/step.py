@@ -1,0 +1,143 @@
+"""One optimizer step on every replica, for both jobs: the part of a training step that is not the model.
+
+A job describes its model as an ``Objective`` (how one micro-batch's loss is computed, and how its dropout
+is seeded); ``ReplicaStep`` does the rest, the same way for pre-training and fine-tuning:
+
+- **Batch split.** Batch sizes are global (as in the reference): the global batch must split into
+  ``replicas x gradient_accumulation_steps`` equal parts (``check_batch_split``).
+- **Dropout keys.** Per replica, a stateless seed from (seed, step, replica); or, with per-example dropout,
+  a ``RowKeyedSeed`` keyed by (seed, step, stream) and each example's *global* row, so that any split of
+  the global batch (replicas, micro-batches) draws the same masks.
+- **Accumulation.** ``gradient_accumulation_steps`` k: the replica's rows are cut into k micro-batches run
+  one after the other (``optimization.accumulate``), their gradients and logged sums added.
+- **Loss scaling** (float16): the loss is scaled before the gradient and the gradients unscaled after; a
+  step whose gradient overflows is skipped (``loss_scale.DynamicLossScale``).
+- **All-reduce, clip, apply.** Gradients are summed across replicas, clipped to global norm 1.0 (the clip
+  sees the global gradient, as on the reference's TPU) and applied once; Keras sums across replicas again
+  when it applies, hence the division by the replica count.
+- **One XLA policy** (``use_xla``): on one device the whole step (gradients and update) is compiled; on
+  several replicas only the gradient computation is, so that the cross-replica all-reduce stays outside
+  the compiled cluster; on TPU nothing is marked (the TPU compiles everything itself).
+"""
+
+import typing
+
+import tensorflow as tf
+
+from electra_tf.errors import HParamError
+from electra_tf.modeling import RowKeyedSeed
+from electra_tf.optimization import accumulate, clip_by_global_norm
+
+CLIP_NORM = 1.0
+
+
+class Objective(typing.Protocol):
+  """What a job supplies to ``ReplicaStep``."""
+
+  def prepare(self, features, ctx):
+    """Once per step and replica, before the micro-batches (e.g. global loss denominators, all-reduced)."""
+
+  def replica_seed(self, step, replica_id):
+    """The dropout seed of this replica's step (used when dropout is not keyed per example)."""
+
+  def example_key(self, step):
+    """The uint32 key of per-example dropout at ``step``."""
+
+  def forward(self, features, step, row_offset, prepared, dropout_seed):
+    """One micro-batch -> (loss to differentiate, dict of values summed over micro-batches and replicas)."""
+
+  def zeros(self) -> dict:
+    """Zeros shaped like ``forward``'s dict (the start of the micro-batch sums)."""
+
+
+def check_batch_split(error_type, name: str, batch_size: int, replicas: int, accumulation: int = 1):
+  """The global ``batch_size`` must split into ``replicas x accumulation`` equal parts."""
+  if batch_size % replicas:
+    raise error_type(f"{name} {batch_size} is not a multiple of the {replicas} replicas; batch sizes are global: "
+                     "use a multiple")
+  if batch_size % (replicas * accumulation):
+    raise error_type(f"{name} {batch_size} does not split into {replicas} replicas x gradient_accumulation_steps "
+                     f"{accumulation}; use a multiple of {replicas * accumulation}")
+
+
+def xla_policy(strategy: tf.distribute.Strategy, use_xla: bool) -> bool:
+  """Whether the step marks code for XLA (never on TPU, which compiles the whole step itself)."""
+  return bool(use_xla) and not isinstance(strategy, tf.distribute.TPUStrategy)
+
+
+class ReplicaStep:
+  """``replica_step(features) -> (summed values, gradient norm)``, run by ``strategy.run`` in the loop.
+
+  ``optimizer`` is a built ``optimization.AdamWeightDecay`` whose ``iterations`` is the step counter;
+  ``loss_scale`` a ``DynamicLossScale`` (float16) or None; ``per_example_dropout`` keys dropout by global
+  row (needed for exact accumulation, see ``configs.uses_per_example_dropout``).
+  """
+
+  def __init__(self, objective: Objective, variables, optimizer, strategy: tf.distribute.Strategy,
+               accumulation: int = 1, loss_scale=None, use_xla: bool = False, per_example_dropout: bool = False):
+    if accumulation < 1:
+      raise HParamError(f"gradient_accumulation_steps is {accumulation}; use 1 or more")
+    self.objective, self.variables, self.optimizer = objective, list(variables), optimizer
+    self.accumulation, self.loss_scale, self.per_example_dropout = accumulation, loss_scale, per_example_dropout
+    self.step_var = optimizer.iterations
+    jit = xla_policy(strategy, use_xla)
+    self._grads_fn = tf.function(self._grads, jit_compile=True) if jit else self._grads
+    self._single_fn = tf.function(self._single_device_step, jit_compile=True) if jit else self._single_device_step
+
+  def __call__(self, features):
+    ctx = tf.distribute.get_replica_context()
+    replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int32)
+    n = ctx.num_replicas_in_sync
+    step = tf.identity(self.step_var)
+    row_offset = replica_id * tf.shape(features["input_ids"])[0]
+    prepared = self.objective.prepare(features, ctx)
+    dropout_seed = self.objective.replica_seed(step, replica_id)
+    if n > 1:  # XLA around the model only: cross-replica collectives stay outside the compiled cluster
+      grads, values = self._grads_fn(features, step, row_offset, prepared, dropout_seed)
+      grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+      norm = self._apply(grads, n)
+    else:
+      grads, values, norm = self._single_fn(features, step, row_offset, prepared, dropout_seed)
+    return values, norm / n
+
+  def _single_device_step(self, features, step, row_offset, prepared, dropout_seed):
+    grads, values = self._grads(features, step, row_offset, prepared, dropout_seed)
+    return grads, values, self._apply(grads, 1)
+
+  def _grads(self, features, step, row_offset, prepared, dropout_seed):
+    """Gradients and summed values of this replica's rows: at once, or over ``accumulation`` micro-batches
+    (rows ``row_offset + i * micro`` of the global batch)."""
+    k = self.accumulation
+    if k == 1:
+      return self._micro_grads(features, step, row_offset, prepared, dropout_seed)
+    micro = tf.shape(features["input_ids"])[0] // k
+
+    def micro_step(part, i):
+      return self._micro_grads(part, step, row_offset + i * micro, prepared, dropout_seed)
+
+    zeros = ([tf.zeros_like(v) for v in self.variables], self.objective.zeros())
+    return accumulate(micro_step, features, k, zeros)
+
+  def _micro_grads(self, features, step, row_offset, prepared, dropout_seed):
+    if self.per_example_dropout:  # masks keyed by each row's global index, however the batch is cut
+      dropout_seed = RowKeyedSeed(self.objective.example_key(step), row_offset)
+    with tf.GradientTape() as tape:
+      loss, values = self.objective.forward(features, step, row_offset, prepared, dropout_seed)
+      if self.loss_scale is not None:
+        loss = self.loss_scale.scale_loss(loss)
+    grads = tape.gradient(loss, self.variables)
+    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for g, v in zip(grads, self.variables)]
+    if self.loss_scale is not None:
+      grads = self.loss_scale.unscale(grads)
+    return grads, values
+
+  def _apply(self, grads, n):
+    """Clip the global gradient and apply it (Keras all-reduce-sums across replicas, hence the 1/n)."""
+    grads, norm = clip_by_global_norm(grads, CLIP_NORM)
+    if n > 1:
+      grads = [g / n for g in grads]
+    apply = lambda: self.optimizer.apply(grads, self.variables)
+    if self.loss_scale is None:
+      apply()
+      return norm
+    return self.loss_scale.apply(norm, apply, self.step_var)

@@ -1,0 +1,201 @@
+"""The training runtime both jobs share (``electra_tf.training``): fine-tuning gains float16, resumable
+trials, XLA on several replicas and the NaN line; pre-training resumes in constant time.
+
+Each check runs the real jobs on tiny models: real rt_polarity sentences (fine-tuning) and WikiText-2
+(pre-training) from ``ELECTRA_TEST_DATA``.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import _pretraining_testlib as lib
+from tests._finetuning_testlib import tiny_config, write
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def sst_root(tmp_path_factory, data_dir):
+  """200 real rt_polarity training sentences and the 1,000 dev sentences in the sst layout."""
+  root = tmp_path_factory.mktemp("sst")
+  src = data_dir / "glue-style" / "rt_polarity"
+  lines = (src / "train.tsv").read_text(encoding="utf-8").split("\n")
+  write(root / "finetuning_data/sst/train.tsv", "\n".join(lines[:201]) + "\n")
+  dev = (src / "dev.tsv").read_text(encoding="utf-8").split("\n")
+  write(root / "finetuning_data/sst/dev.tsv", "\n".join(dev[:65]) + "\n")
+  return root
+
+
+def _config(root, vocab, name, **overrides):
+  hp = dict(train_batch_size=8, num_train_epochs=2.0, learning_rate=1e-3, iterations_per_loop=5)
+  hp.update(overrides)
+  cfg = tiny_config(root, ["sst"], vocab, **hp)
+  cfg.model_name = name  # its own model_dir: <root>/models/<name>
+  return cfg
+
+
+def _trial_weights(run, trial):
+  import tensorflow as tf
+  reader = tf.train.load_checkpoint(run.model_dir(trial))
+  return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map() if n != "global_step"}
+
+
+def _kill_after_loops(monkeypatch, trial_to_kill: int, loops: int):
+  """Sends SIGTERM to this process after ``loops`` compiled loops of trial ``trial_to_kill``."""
+  from electra_tf.finetuning import trainer as trainer_lib
+  from electra_tf.training import loop
+  calls = {"trial": 0}
+  original_train = trainer_lib.Trainer.train
+
+  def train(self, *args, **kwargs):
+    calls["trial"] += 1
+    calls["loops"] = 0
+    return original_train(self, *args, **kwargs)
+
+  original_compile = loop.compile_loop
+
+  def compile_loop(*args, **kwargs):
+    run_loop = original_compile(*args, **kwargs)
+
+    def counted(iterator, num_steps):
+      out = run_loop(iterator, num_steps)
+      calls["loops"] += 1
+      if calls["trial"] == trial_to_kill and calls["loops"] == loops:
+        os.kill(os.getpid(), signal.SIGTERM)
+      return out
+    return counted
+
+  monkeypatch.setattr(trainer_lib.Trainer, "train", train)
+  monkeypatch.setattr(trainer_lib.loop, "compile_loop", compile_loop)
+
+
+@pytest.mark.slow
+def test_sigterm_mid_trial_then_rerun_equals_the_uninterrupted_run(sst_root, bert_vocab, monkeypatch, capsys):
+  """Two trials; SIGTERM in the second one's second loop. The run stops with a checkpoint and a line saying
+  so; the same command again keeps trial 1's result, resumes trial 2 at its step and input position, and
+  ends with the weights and dev results of a run never interrupted, bit for bit."""
+  from electra_tf.finetuning.run import FinetuningRun
+  straight = FinetuningRun(_config(sst_root, bert_vocab, "straight", num_trials=2, keep_all_models=True),
+                           progress=False)
+  straight_results = straight.run()
+
+  cfg = _config(sst_root, bert_vocab, "killed", num_trials=2, keep_all_models=True)
+  with monkeypatch.context() as m:
+    _kill_after_loops(m, trial_to_kill=2, loops=2)
+    first = FinetuningRun(cfg, progress=False)
+    assert len(first.run()) == 1 and first.stopped
+  out = capsys.readouterr().out
+  assert "stopped by signal 15 in trial 2 at step 10; checkpoint saved, rerun the same command to resume" in out
+  state = json.loads((sst_root / "models/killed/finetuning_resume/sst/state.json").read_text())
+  assert state["trial"] == 2 and len(state["results"]) == 1
+
+  second = FinetuningRun(cfg, progress=False)
+  results = second.run()
+  assert "resuming trial 2 (1 finished trial(s) kept)" in capsys.readouterr().out
+  assert [r["sst"] for r in results] == [r["sst"] for r in straight_results]
+  for trial in (1, 2):
+    want, got = _trial_weights(straight, trial), _trial_weights(second, trial)
+    assert want.keys() == got.keys()
+    for name in want:
+      np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+  assert not (sst_root / "models/killed/finetuning_resume").exists()  # done: nothing left to resume
+
+
+def test_resume_with_other_hparams_is_one_line(sst_root, bert_vocab):
+  from electra_tf.errors import FinetuningError
+  from electra_tf.finetuning import interrupted
+  from electra_tf.finetuning.run import FinetuningRun
+  cfg = _config(sst_root, bert_vocab, "changed")
+  interrupted.InterruptedRun(cfg, "sst").record(1, [])
+  changed = _config(sst_root, bert_vocab, "changed", learning_rate=3e-4)
+  with pytest.raises(FinetuningError, match=r"interrupted run with other hparams \(learning_rate\); rerun"):
+    FinetuningRun(changed, progress=False).run()
+
+
+def test_float16_fine_tuning_trains_with_float32_variables(sst_root, bert_vocab):
+  """float16 with dynamic loss scaling (V100/T4 users): finite loss, weights move, variables stay float32."""
+  import keras
+  from electra_tf.finetuning.run import FinetuningRun
+  cfg = _config(sst_root, bert_vocab, "fp16", mixed_precision="float16", num_train_epochs=1.0)
+  seen = {}
+  from electra_tf.finetuning import run as run_lib
+  try:
+    run = FinetuningRun(cfg, progress=False)
+    original = run_lib.Trainer.train
+
+    def train(self, *args, **kwargs):
+      seen["before"] = {n: v.numpy() for n, v in self.model.reference_variables().items()}
+      stats = original(self, *args, **kwargs)
+      seen["after"] = {n: v.numpy() for n, v in self.model.reference_variables().items()}
+      seen["scale"] = float(self.loss_scale.scale.numpy())
+      seen["stats"] = stats
+      return stats
+
+    run_lib.Trainer.train = train
+    try:
+      results = run.run()
+    finally:
+      run_lib.Trainer.train = original
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
+  assert np.isfinite(seen["stats"]["loss"]) and seen["stats"]["global_step"] == 25
+  assert 0.0 <= results[0]["sst"]["accuracy"] <= 100.0
+  moved = sum(not np.array_equal(seen["before"][n], seen["after"][n]) for n in seen["before"])
+  assert moved > 0.9 * len(seen["before"])
+  assert all(v.dtype == np.float32 for v in seen["after"].values())
+  assert seen["scale"] >= 1.0
+
+
+def test_nan_loss_in_fine_tuning_is_one_error_line(sst_root, bert_vocab, monkeypatch):
+  import tensorflow as tf
+  from electra_tf.errors import ElectraError
+  from electra_tf.finetuning import trainer as trainer_lib
+  from electra_tf.finetuning.run import FinetuningRun
+  forward = trainer_lib._Objective.forward  # pylint: disable=protected-access
+
+  def poisoned(self, features, step, *args):
+    loss, values = forward(self, features, step, *args)
+    loss = loss + tf.where(step >= 3, np.nan, 0.0)
+    return loss, {"loss": loss}
+
+  monkeypatch.setattr(trainer_lib._Objective, "forward", poisoned)  # pylint: disable=protected-access
+  with pytest.raises(ElectraError) as e:
+    FinetuningRun(_config(sst_root, bert_vocab, "nan"), progress=False).run()
+  message = str(e.value)
+  assert "\n" not in message and message.startswith("loss became NaN or infinite at step 3; stopped")
+  assert "lower learning_rate" in message
+
+
+def _worker(job, mode, root, vocab):
+  proc = subprocess.run([sys.executable, os.path.join(HERE, "_training_runtime_worker.py"), job, mode, str(root),
+                         str(vocab)], capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  out = json.loads(proc.stdout.strip().splitlines()[-1])
+  return out["replicas"], out["xla"], dict(np.load(out["weights"]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("job", ["finetune", "pretrain"])
+def test_xla_on_two_replicas_trains_like_one_device(job, sst_root, data_dir, bert_vocab, tmp_path):
+  """``use_xla`` with two replicas (MirroredStrategy on two logical CPUs): the shared policy compiles the
+  gradient computation and keeps the all-reduce outside it; the weights equal the one-device XLA run's,
+  element by element (dropout off: masks are drawn per replica)."""
+  if job == "finetune":
+    root = tmp_path / "ft"
+    shutil.copytree(sst_root / "finetuning_data", root / "finetuning_data")
+  else:
+    root = lib.build_tfrecords(tmp_path / "pt", data_dir, bert_vocab, max_lines=300)
+  runs = {mode: _worker(job, mode, root, bert_vocab) for mode in ("single", "mirrored")}
+  (one, xla_one, w_one), (two, xla_two, w_two) = runs["single"], runs["mirrored"]
+  assert (one, two) == (1, 2) and xla_one and xla_two
+  assert w_one.keys() == w_two.keys()
+  for name in w_one:
+    np.testing.assert_allclose(w_two[name], w_one[name], rtol=1e-4, atol=2e-5, err_msg=name)
