@@ -28,11 +28,28 @@ def real_data_dir() -> pathlib.Path:
   return pathlib.Path(os.environ.get("ELECTRA_TEST_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+# A developer without the shared data may run the rest of the suite with this set to 1; CI never sets it.
+ALLOW_MISSING_DATA_ENV = "ELECTRA_ALLOW_MISSING_TEST_DATA"
+
+
+def pytest_collection_modifyitems(config, items):
+  """A run that collects tests needing the real data fails here, before any test runs, when the data is
+  missing: half the suite skipping silently would read as a pass."""
+  del config
+  needing = [item for item in items if "data_dir" in getattr(item, "fixturenames", ())]
+  path = real_data_dir()
+  if needing and not (path / "README.md").exists() and os.environ.get(ALLOW_MISSING_DATA_ENV) != "1":
+    raise pytest.UsageError(
+        f"real test data not found at {path}, and {len(needing)} of the {len(items)} collected tests need it; "
+        f"set ELECTRA_TEST_DATA to the shared data directory, or {ALLOW_MISSING_DATA_ENV}=1 to skip those tests")
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> pathlib.Path:
   path = real_data_dir()
   if not (path / "README.md").exists():
-    pytest.skip(f"real test data not found at {path}; set ELECTRA_TEST_DATA to the shared/data directory")
+    pytest.skip(f"real test data not found at {path} ({ALLOW_MISSING_DATA_ENV}=1); set ELECTRA_TEST_DATA to the "
+                "shared/data directory")
   return path
 
 

@@ -97,18 +97,37 @@ def test_check_writable_names_the_problem_before_the_work(tmp_path):
     with pytest.raises(OutputPathError, match=re.escape(message)):
       runtime.check_writable(what="thing", **kwargs)
   assert issubclass(OutputPathError, ElectraError) and issubclass(OutputPathError, OSError)
+  runtime.atomic_write(str(tmp_path / "shared.txt"), "x")
+  assert (tmp_path / "shared.txt").stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0600
+
+
+def _creates_files_in(directory) -> bool:
+  """Whether this process can create a file in ``directory`` (tried, then removed)."""
+  path = os.path.join(directory, f".probe_{os.getpid()}")
+  try:
+    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+  except OSError:
+    return False
+  os.remove(path)
+  return True
+
+
+def test_an_unwritable_directory_is_refused_before_the_work(tmp_path):
+  """A directory mode 555; run as root, mode bits do not stop the process, so sysfs (where no process
+  creates files) stands in for it."""
   read_only = tmp_path / "read_only"
   read_only.mkdir()
   read_only.chmod(0o555)
   try:
-    probe = os.access(read_only, os.W_OK)  # root may write anyway; then there is nothing to refuse
-    if not probe:
-      with pytest.raises(OutputPathError, match="is not writable"):
-        runtime.check_writable(str(read_only / "out"), directory=True)
+    target = str(read_only) if not _creates_files_in(read_only) else "/sys"
+    if _creates_files_in(target) or not os.path.isdir(target):
+      pytest.skip("no directory here refuses new files: running as root, and /sys is absent or writable")
+    with pytest.raises(OutputPathError, match=re.escape(f"{target} is not writable")):
+      runtime.check_writable(os.path.join(target, "out"), directory=True)
+    with pytest.raises(OutputPathError, match=re.escape(f"{target} is not writable")):
+      runtime.check_writable(os.path.join(target, "new", "model.ckpt"))
   finally:
     read_only.chmod(0o755)
-  runtime.atomic_write(str(tmp_path / "shared.txt"), "x")
-  assert (tmp_path / "shared.txt").stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0600
 
 
 def test_a_checkpoint_that_does_not_fit_is_one_line_without_tensorflow_noise(tmp_path, capfd):
