@@ -71,7 +71,9 @@ def first_batch_seconds(pattern, seq_len, batch, step: int, how: str, work: str)
   cfg = _config(pattern, seq_len, batch)
   prefix = None
   if how == "state":  # a checkpoint taken at ``step`` by an earlier run (not timed)
-    it = iter(inputs.global_batches(cfg, pattern, batch, seed=1, skip_batches=step))
+    it = iter(inputs.global_batches(cfg, pattern, batch, seed=1))
+    for _ in range(step):
+      next(it)
     prefix = tf.train.Checkpoint(input_iterator=it).write(os.path.join(work, f"state_{step}", "ckpt"))
     del it
   start = time.perf_counter()
