@@ -21,8 +21,9 @@ NOTES = """
 
 | preset | discriminator L / H / heads / FFN / E | generator H (fraction) | per-size settings |
 |---|---|---|---|
+| `tiny` | 3 / 128 / 2 / 512 / 128 | 64 (0.5) | not the paper's: a model that learns in minutes on a CPU; embedding_size 128, batch 32, the short-run recipe (`short_run_recipe`, docs/short_runs.md) and XLA; 4.6 M discriminator parameters at the 30,522-piece vocab, 1.70 M at the sample's 8,000 |
 | `small` (default) | 12 / 256 / 4 / 1024 / 128 | 64 (0.25) | as the reference's code: embedding_size 128 |
-| `small++` | 12 / 256 / 4 / 1024 / 128 | 256 (1.0) | the released ELECTRA-Small (reference issue #39); a full-width generator trained from scratch hurts Small (issue #73) |
+| `small++` | 12 / 256 / 4 / 1024 / 128 | 256 (1.0) | the released ELECTRA-Small (reference issue #39); a full-width generator trained from scratch hurts Small (reference issue #73) |
 | `base` | 12 / 768 / 12 / 3072 / 768 | 256 (0.33333) | paper Table 6, the block the reference leaves commented out: max_seq_length 512, lr 2e-4, batch 256 |
 | `large` | 24 / 1024 / 16 / 4096 / 1024 | 256 (0.25) | Table 6: max_seq_length 512, lr 2e-4, mask_prob 0.25, batch 2048 |
 

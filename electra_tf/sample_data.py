@@ -164,7 +164,7 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
   elif not vocab_path.exists():
     log(f"learning a {SAMPLE_VOCAB_SIZE:,}-entry WordPiece vocab from the sample corpus -> {vocab_path}")
     tmp = vocab_path.with_suffix(".txt.tmp")
-    # The Rust learner: about 3 s here against 75 s for tf-text's (session 5), a minute of the main job's
+    # The Rust learner: about 3 s here against 75 s for tf-text's (2026-11-24, 2-core machine), a minute of the main job's
     # 15. A sample directory that already has a vocab.txt keeps it (the sweep tables used tf-text's).
     vocab.learn_wordpiece_vocab(corpus.iter_text_dir(str(root / "corpus")), str(tmp),
                                 vocab_size=SAMPLE_VOCAB_SIZE,

@@ -1,5 +1,5 @@
 """Every bad input we know of, tried as a user would: sets each one up in a scratch directory, runs the
-command and prints a markdown table of what happened (issue #14).
+command and prints a markdown table of what happened.
 
   .venv/bin/python scripts/bad_input_tour.py [--scratch DIR] [--only 1,2,...] [--keep]
 

@@ -1,5 +1,5 @@
 """The cheap rows of scripts/bad_input_tour.py (no model is built): each bad input gives exit 2, exactly one
-``error:`` line on stderr and leaves nothing behind (issue #14)."""
+``error:`` line on stderr and leaves nothing behind."""
 
 import os
 import pathlib

@@ -1,4 +1,4 @@
-"""No silent settings (issue #12): the reference's fine-tuning loop hparams do what they say or are refused,
+"""No silent settings: the reference's fine-tuning loop hparams do what they say or are refused,
 and the reference's results pickles are written."""
 
 import json

@@ -1,4 +1,4 @@
-"""Gradient accumulation: k micro-batches of B / k train exactly like one batch of B (issue #15 item 2).
+"""Gradient accumulation: k micro-batches of B / k train exactly like one batch of B.
 
 The reference point is the un-accumulated run of the same global batch with per-example dropout (the masks
 accumulation implies): masks, generator samples and dropout are keyed by each example's row in the global

@@ -1,4 +1,4 @@
-"""A user's whole journey through the command lines, for a WordPiece and a SentencePiece vocab (issue #12):
+"""A user's whole journey through the command lines, for a WordPiece and a SentencePiece vocab:
 
 raw WikiText-2 text -> build_vocab -> build_pretraining_dataset -> run_pretraining (a few tiny steps) ->
 convert export-hf -> transformers (its own tokenizer from the export) gives our discriminator's logits ->

@@ -23,7 +23,7 @@ from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
 
 # "hf": Hugging Face's Rust WordPiece trainer on word counts, deterministic, minutes per GB. "tf-text":
-# tensorflow-text's bert_vocab learner (the only one before issue #15), kept for continuity with vocabs
+# tensorflow-text's bert_vocab learner (the only one before the Hugging Face learner), kept for continuity with vocabs
 # learnt before: pure Python, over 15 minutes for 13 MB at 8k entries on 2 cores (benchmarks/README.md).
 LEARNERS = ("hf", "tf-text")
 DEFAULT_LEARNER = "hf"
@@ -198,7 +198,7 @@ def learn_wordpiece_vocab(documents, output_file, vocab_size=30522, do_lower_cas
     vocab_size: the most entries, the 104 reserved ones included (a small corpus may give fewer).
     do_lower_case, strip_accents: as for the tokenizer that will use the vocab.
     max_sentences: learn from the first N sentences only; None (default): all of them.
-    learner: "hf" (default: Hugging Face's Rust trainer) or "tf-text" (the learner before issue #15).
+    learner: "hf" (default: Hugging Face's Rust trainer) or "tf-text" (tensorflow-text's, the one before it).
     max_unique_chars: at most this many characters become pieces.
     progress: a sentences/s bar on stderr while reading.
   """
