@@ -68,7 +68,7 @@ def apply_finetuning_defaults(cfg):
 # discriminator stalls near a constant; sampling at temperature 2 keeps the replacements detectable while the
 # discriminator learns (measured at 600 steps: held-out disc_auc_real 0.825 against 0.579 at temperature 1).
 SHORT_RUN_LR = 3e-4
-# The tiny model from 800 steps on (session 7): at 1e-3 its generator leaves the unigram stage sooner (held-out
+# The tiny model from 800 steps on (measured 2026-11-25, docs/short_runs.md): at 1e-3 its generator leaves the unigram stage sooner (held-out
 # masked-LM accuracy 0.125 at 800 steps against 0.073 at 3e-4), the discriminator holds disc_auc_real 0.80-0.81,
 # and the pre-trained model fine-tunes above random weights with every weight loaded (1,200 steps: every one of
 # 10 seeds above every random-weights seed). Shorter runs at 1e-3 left some fine-tuning seeds far behind.
@@ -115,7 +115,7 @@ def short_run_note(cfg) -> typing.Optional[str]:
 # ELECTRA-shaped but tiny, so pre-training shows progress in minutes on 2 CPU cores.
 SAMPLE_MODEL_NAME = "electra_sample"
 SAMPLE_TASK = "sst"
-# With 5 seeds x 2 fine-tunings the main job took 11-12 minutes on session 7's 2 cores (docs/short_runs.md).
+# With 5 seeds x 2 fine-tunings the main job took 11-12 minutes on 2 cores (2026-11-25, matmul peak 0.353 TFLOP/s; docs/short_runs.md).
 SAMPLE_PRETRAIN_STEPS = 1200
 SAMPLE_FINETUNE_SEEDS = 5
 
