@@ -31,7 +31,6 @@ command to continue). ``--shard K/N`` deals the units of a stage round-robin bet
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -46,6 +45,7 @@ from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import FinetuningConfig
 from electra_tf.finetuning import baselines, get_task, selection, splits
 from electra_tf.finetuning.tagging import read_conll
+from paper_claim import log, read_json, unit, write_json  # the same resumable units and stage files
 
 STAGES = ("baselines", "select", "final", "summary")
 # our task name -> (library task, file format, metric, fine-tuning max_seq_length)
@@ -54,40 +54,6 @@ LABELS = {"electra": "ELECTRA", "mlm": "MLM only", "none": "random weights", "tf
           "lookup": "most-frequent tag", "majority": "majority class"}
 COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf": "tab:green",
           "lookup": "tab:green", "majority": "black"}
-
-
-def log(msg: str):
-  print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def read_json(path, default=None):
-  try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return default
-
-
-def write_json(path, obj):
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  tmp = f"{path}.tmp{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=1)
-  os.replace(tmp, path)
-
-
-def unit(args, name: str, work, *work_args):
-  """Runs ``work`` unless ``stages/<name>.json`` exists; returns its record."""
-  path = os.path.join(args.work_dir, "stages", f"{name}.json")
-  done = read_json(path)
-  if done is not None:
-    return done
-  log(f"run: {name}")
-  start = time.time()
-  record = work(*work_args)
-  record["unit_seconds"] = round(time.time() - start, 1)
-  write_json(path, record)
-  return record
 
 
 def size_name(size) -> str:
