@@ -8,12 +8,14 @@ import collections
 import gzip
 import io
 import json
+import pathlib
 import re
+import sys
 import tarfile
 
 import pytest
 
-from electra_tf.cli import build_data
+from _data_prep_testlib import dump, one_error_line  # pylint: disable=unused-import
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build, corpus, openwebtext, units
 
@@ -33,44 +35,14 @@ def _examples(directory):
   return counts
 
 
-def _one_error_line(capsys, argv):
-  assert build_data.main(argv) == 2
-  err = capsys.readouterr().err.strip().splitlines()
-  assert len(err) == 1 and err[0].startswith("error: "), err
-  return err[0]
-
-
-@pytest.fixture
-def dump(data_dir):
-  path = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
-  if not path.exists():
-    pytest.skip(f"no Wikipedia dump at {path}")
-  return path
-
-
-def write_multistream(dump, directory, pages_per_stream=2):
-  """The real dump re-cut the way Wikimedia publishes multistream dumps: a header stream, streams of
-  ``pages_per_stream`` pages, a closing stream; the index lists ``offset:page_id:title`` per page."""
+def write_multistream(dump, directory):
+  """The real dump re-cut the way Wikimedia publishes multistream dumps (benchmarks/corpus_build.py's
+  writer): a header stream, streams of 2 pages, a closing stream, and the index of ``offset:id:title``."""
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+  import corpus_build  # pylint: disable=import-outside-toplevel
   xml = bz2.decompress(dump.read_bytes()).decode("utf-8")
-  first, last = xml.index("<page>"), xml.rindex("</page>") + len("</page>")
-  pages = re.findall(r"<page>.*?</page>", xml[first:last], flags=re.DOTALL)
-  streams = [xml[:first]] + ["".join(pages[i:i + pages_per_stream])
-                             for i in range(0, len(pages), pages_per_stream)] + [xml[last:]]
-  data, index, offset = [], [], 0
-  for s, text in enumerate(streams):
-    block = bz2.compress(text.encode("utf-8"))
-    if 0 < s < len(streams) - 1:
-      for page in re.findall(r"<page>.*?</page>", text, flags=re.DOTALL):
-        title = re.search(r"<title>(.*?)</title>", page).group(1)
-        page_id = re.search(r"</ns>\s*<id>(\d+)</id>", page).group(1)
-        index.append(f"{offset}:{page_id}:{title}\n")
-    data.append(block)
-    offset += len(block)
-  path = directory / "enwiki-20171029-pages-articles-multistream.xml.bz2"
-  path.write_bytes(b"".join(data))
-  index_path = directory / "enwiki-20171029-pages-articles-multistream-index.txt.bz2"
-  index_path.write_bytes(bz2.compress("".join(index).encode("utf-8")))
-  return path, index_path
+  path = corpus_build.write_multistream(xml, directory, "enwiki-20171029-pages-articles", pages_per_stream=2)
+  return path, directory / "enwiki-20171029-pages-articles-multistream-index.txt.bz2"
 
 
 def test_dump_cleaned_in_workers_gives_the_same_files(tmp_path, dump, bert_vocab):
@@ -120,13 +92,13 @@ def test_multistream_index_that_does_not_match_is_one_line(tmp_path, dump, bert_
   # Offsets of another dump: no bzip2 stream starts there (found while listing, before any text is read).
   index.write_bytes(bz2.compress("".join(re.sub(r"^(\d+)", lambda m: str(int(m.group(1)) + 7), line)
                                          for line in lines).encode("utf-8")))
-  line = _one_error_line(capsys, argv)
+  line = one_error_line(capsys, argv)
   assert "multistream index" in line and str(path) in line and "does not match" in line, line
   assert "no bzip2 stream starts at offset" in line and "move the index away" in line, line
 
   # The right offsets but another dump's page list: whoever reads the range says so, a worker process too.
   index.write_bytes(bz2.compress("".join(lines[1:]).encode("utf-8")))
-  line = _one_error_line(capsys, argv)
+  line = one_error_line(capsys, argv)
   assert "does not match" in line and "hold 5 pages, the index lists 4" in line, line
   with pytest.raises(DataPrepError, match=r"does not match .*bytes \d+-\d+ hold 2 pages, the index lists 1"):
     build.build_pretraining_dataset(out, bert_vocab, wikipedia_dumps=[str(path)], num_shards=1, progress=False,
@@ -134,7 +106,7 @@ def test_multistream_index_that_does_not_match_is_one_line(tmp_path, dump, bert_
   assert not out.exists()
 
   index.write_bytes(b"not bzip2 at all")
-  line = _one_error_line(capsys, argv)
+  line = one_error_line(capsys, argv)
   assert "does not match" in line and "does not decompress" in line, line
 
 
@@ -220,21 +192,21 @@ def test_openwebtext_bad_inputs_are_one_line(tmp_path, data_dir, bert_vocab, cap
   good = second.read_bytes()
   second.write_bytes(good[:len(good) // 2])
   for extra in ([], ["--num-processes", "2"]):
-    line = _one_error_line(capsys, argv + extra)
+    line = one_error_line(capsys, argv + extra)
     assert str(second) in line and "truncated or corrupt" in line and "download openwebtext.tar.xz again" in line
   assert not out.exists() and not list(tmp_path.glob(".out*"))
 
   second.write_bytes(_tar_xz([("README", b"no documents here\n")]))
-  line = _one_error_line(capsys, argv)
+  line = one_error_line(capsys, argv)
   assert str(second) in line and "holds no .txt documents" in line, line
 
   empty = tmp_path / "empty"
   empty.mkdir()
-  line = _one_error_line(capsys, argv[:1] + [str(empty)] + argv[2:])
+  line = one_error_line(capsys, argv[:1] + [str(empty)] + argv[2:])
   assert "holds no .xz archives" in line, line
   cut = tmp_path / "openwebtext.tar.xz"
   cut.write_bytes(tarball.read_bytes()[:2000])
-  line = _one_error_line(capsys, argv[:1] + [str(cut)] + argv[2:])
+  line = one_error_line(capsys, argv[:1] + [str(cut)] + argv[2:])
   assert str(cut) in line and "truncated or corrupt" in line, line
   with pytest.raises(DataPrepError, match="does not exist"):
     openwebtext.list_sources(tmp_path / "missing")
@@ -247,6 +219,6 @@ def test_negative_eval_shards_is_one_line(tmp_path, data_dir, bert_vocab, capsys
   argv = ["--corpus-dir", str(corpus_dir), "--vocab-file", str(bert_vocab), "--output-dir",
           str(tmp_path / "out"), "--eval-fraction", "0.1"] + BASE
   for bad in ("-1", "0"):
-    line = _one_error_line(capsys, argv + ["--num-eval-shards", bad])
+    line = one_error_line(capsys, argv + ["--num-eval-shards", bad])
     assert f"--num-eval-shards is {bad}; use 1 or more" in line, line
   assert not (tmp_path / "out").exists()

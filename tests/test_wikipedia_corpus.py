@@ -10,26 +10,12 @@ import sys
 
 import pytest
 
+from _data_prep_testlib import dump, one_error_line  # pylint: disable=unused-import
 from electra_tf.cli import build_data
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import corpus
 
 tf = pytest.importorskip("tensorflow")
-
-
-@pytest.fixture
-def dump(data_dir):
-  path = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
-  if not path.exists():
-    pytest.skip(f"no Wikipedia dump at {path}")
-  return path
-
-
-def _one_error_line(capsys, argv):
-  assert build_data.main(argv) == 2
-  err = capsys.readouterr().err.strip().splitlines()
-  assert len(err) == 1 and err[0].startswith("error: "), err
-  return err[0]
 
 
 def _tokens(out_dir, vocab_file):
@@ -85,14 +71,14 @@ def test_truncated_dump_is_one_line_naming_the_file(tmp_path, dump, bert_vocab, 
   truncated.write_bytes(data[:len(data) // 2])
   out = tmp_path / "out"
   base = ["--vocab-file", str(bert_vocab), "--output-dir", str(out), "--num-shards", "1", "--no-progress"]
-  line = _one_error_line(capsys, base + ["--wikipedia-dump", str(truncated)])
+  line = one_error_line(capsys, base + ["--wikipedia-dump", str(truncated)])
   assert str(truncated) in line and "truncated or corrupt" in line and "download it again" in line, line
   assert not out.exists() and not list(tmp_path.glob("out.tmp-*"))
 
   # A damaged block (bz2 "Invalid data stream", an OSError) and a cut uncompressed dump (bad XML).
   corrupt = tmp_path / "enwiki-corrupt.xml.bz2"
   corrupt.write_bytes(data[:1000] + b"0123456789" + data[1010:])
-  line = _one_error_line(capsys, base + ["--wikipedia-dump", str(corrupt)])
+  line = one_error_line(capsys, base + ["--wikipedia-dump", str(corrupt)])
   assert str(corrupt) in line and "truncated or corrupt" in line and "OSError" in line, line
   cut_xml = tmp_path / "enwiki-cut.xml"
   text = bz2.decompress(data)
@@ -102,7 +88,7 @@ def test_truncated_dump_is_one_line_naming_the_file(tmp_path, dump, bert_vocab, 
 
   notes = tmp_path / "notes.txt"
   notes.write_text("Just a sentence.\n", encoding="utf-8")
-  line = _one_error_line(capsys, base + ["--wikipedia-dump", str(notes)])
+  line = one_error_line(capsys, base + ["--wikipedia-dump", str(notes)])
   assert "is not a MediaWiki XML dump" in line and "--corpus-dir" in line, line
 
 

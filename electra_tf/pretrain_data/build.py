@@ -1,7 +1,9 @@
 """Tokenize + pack + write: corpus sources -> sharded pre-training TFRecords + metadata.json.
 
-The corpus is a list of units (corpus.list_units: a text file, a dump, a book, a tfds split), each cut into
-chunks of whole documents (about ``chunk_chars`` characters each). Each chunk gets its own
+The corpus is a list of units (units.list_units: a text file, a dump or a range of its streams, a book, a
+tfds split, an OpenWebText archive), each cut into chunks of whole documents (about ``chunk_chars``
+characters each), handed out as payloads that become documents where they are packed (a dump's cleanup
+runs in the worker processes; the reading process only splits XML into pages). Each chunk gets its own
 ``random.Random`` seeded from (seed, unit key, chunk index within the unit) and a fresh ExampleBuilder, so
 a chunk's examples depend on nothing outside its unit: the parent here writes them in corpus order
 round-robin over the shards, the same for a seed whatever ``num_processes`` is, and the Apache Beam

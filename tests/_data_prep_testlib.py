@@ -1,0 +1,22 @@
+"""Shared by the data-prep tests: the real Wikipedia dump excerpt as a fixture, and the check that a
+command fails with exactly one ``error:`` line and exit status 2."""
+
+import pytest
+
+from electra_tf.cli import build_data
+
+
+@pytest.fixture
+def dump(data_dir):
+  path = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
+  if not path.exists():
+    pytest.skip(f"no Wikipedia dump at {path}")
+  return path
+
+
+def one_error_line(capsys, argv):
+  """Runs build_data with ``argv``; asserts exit status 2 and one ``error:`` line on stderr, returns it."""
+  assert build_data.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and err[0].startswith("error: "), err
+  return err[0]
