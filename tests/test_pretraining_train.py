@@ -128,6 +128,38 @@ def test_signal_mid_run_then_rerun_matches_uninterrupted_run(wiki_dir, straight_
   assert int(second.optimizer.iterations.numpy()) == 30
 
 
+def test_resume_restores_the_input_position_or_replays_to_it(wiki_dir, straight_weights):
+  """A checkpoint holds the input iterator's position, so resuming replays nothing; one written without it
+  (an older version's) resumes by replaying the stream to the step. Both end with the uninterrupted run's
+  weights."""
+  import tensorflow as tf
+  from electra_tf.pretrain_data import inputs
+  from electra_tf.training import checkpointing
+  stream = lambda c: iter(inputs.global_batches(c, inputs.train_files(c), c.train_batch_size, c.seed))
+  cfg = _config(wiki_dir, "resume_position", **_SIGNAL_STEPS)
+  first = _trainer(cfg)
+  first.train(max_steps=15)
+  saved = dict(tf.train.list_variables(os.path.join(cfg.model_dir, "ckpt-15")))
+  assert any(name.startswith(checkpointing.ITERATOR_KEY + "/") for name in saved)
+  resumed = _trainer(cfg)
+  assert resumed._checkpointer(stream(cfg)).restore()[1] == 0  # pylint: disable=protected-access
+  assert _trainer(cfg).train().step == 30
+
+  old = _config(wiki_dir, "resume_replay", **_SIGNAL_STEPS)  # the same step-15 state without the position
+  os.makedirs(old.model_dir)
+  src = _trainer(old)
+  tf.train.Checkpoint(**src._checkpoint_objects()).read(  # pylint: disable=protected-access
+      os.path.join(cfg.model_dir, "ckpt-15")).expect_partial()
+  tf.train.CheckpointManager(tf.train.Checkpoint(**src._checkpoint_objects()), old.model_dir,  # pylint: disable=protected-access
+                             max_to_keep=1, checkpoint_name="ckpt").save(checkpoint_number=15)
+  replayed = _trainer(old)
+  assert replayed._checkpointer(stream(old)).restore()[1] == 15  # pylint: disable=protected-access
+  replayed = _trainer(old)
+  assert replayed.train().step == 30
+  for k, v in _weights(replayed).items():
+    np.testing.assert_allclose(v, straight_weights[k], rtol=1e-5, atol=1e-6)
+
+
 def test_init_checkpoint_loads_weights_only(wiki_dir):
   src = _trainer(_config(wiki_dir, "straight_src", num_train_steps=10, iterations_per_loop=10))
   src.train()
