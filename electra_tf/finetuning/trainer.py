@@ -77,6 +77,35 @@ class _Objective:
     return {"loss": tf.zeros([])}
 
 
+class _LossLog:
+  """A trial's loss after each compiled call: TensorBoard points (the mean since the last point, and the
+  learning rate of the last step), the progress bar, and the mean loss of the last epoch."""
+
+  def __init__(self, writer, bar, schedule):
+    self.writer, self.bar, self.schedule = writer, bar, schedule
+    self.window, self.epoch = [0.0, 0], [0.0, 0]  # (summed loss, steps)
+    self.last_epoch_loss, self.steps = 0.0, 0
+
+  def add(self, report):
+    loss = float(report.totals["loss"])
+    for sums in (self.window, self.epoch):
+      sums[0] += loss
+      sums[1] += report.done
+    self.steps += report.done
+    if self.bar is not None:
+      self.bar.update(report.done)
+      self.bar.set_postfix(loss=f"{loss / max(report.done, 1):.4f}")
+
+  def write(self, report):
+    values = {"loss": self.window[0] / max(self.window[1], 1), "learning_rate": float(self.schedule(report.step - 1))}
+    runtime.write_scalars(self.writer, report.step, values, "train/")
+    self.window = [0.0, 0]
+
+  def end_epoch(self, report):
+    self.last_epoch_loss = self.epoch[0] / max(self.epoch[1], 1)
+    self.epoch = [0.0, 0]
+
+
 class Trainer:
   """Owns the model, its optimizer and compiled steps for one trial."""
 
@@ -158,34 +187,9 @@ class Trainer:
         raise FinetuningError(f"{path} has no input position; delete {resume_dir} to restart the trial")
     self._train_loop = self._train_loop or self._build_train_loop()
     writer = runtime.LazySummaryWriter(log_dir) if log_dir else None
-    step = int(self.optimizer.iterations.numpy())
-    bar = runtime.progress_bar(progress, total_steps, step, desc="fine-tuning", leave=False)
-    log_every = max(1, min(25, steps_per_epoch))  # several points per epoch for the curves
-    sums = {"window": [0.0, 0], "epoch": [0.0, 0]}
-    schedule = self.optimizer._learning_rate  # pylint: disable=protected-access
-    start, done_total = time.time(), [0]
-
-    def add(report):
-      loss = float(report.totals["loss"])
-      for key in sums:
-        sums[key][0] += loss
-        sums[key][1] += report.done
-      done_total[0] += report.done
-      if bar is not None:
-        bar.update(report.done)
-        bar.set_postfix(loss=f"{loss / max(report.done, 1):.4f}")
-
-    def log(report):
-      total, n = sums["window"]
-      runtime.write_scalars(writer, report.step, {"loss": total / max(n, 1),
-                                                  "learning_rate": float(schedule(report.step - 1))}, "train/")
-      sums["window"] = [0.0, 0]
-
-    def epoch_end(report):
-      sums["epoch"] = [0.0, 0]
-      if on_epoch_end is not None:
-        for task, values in (on_epoch_end(report.step // steps_per_epoch) or {}).items():
-          runtime.write_scalars(writer, report.step, values, f"dev/{task}/")
+    bar = runtime.progress_bar(progress, total_steps, int(self.optimizer.iterations.numpy()), desc="fine-tuning",
+                               leave=False)
+    losses = _LossLog(writer, bar, self.optimizer._learning_rate)  # pylint: disable=protected-access
 
     def save(step):
       if writer is not None:
@@ -193,40 +197,38 @@ class Trainer:
       if ckpt is not None:
         ckpt.save(step)
 
+    def epoch_end(report):
+      for task, values in (on_epoch_end(report.step // steps_per_epoch) or {}).items():
+        runtime.write_scalars(writer, report.step, values, f"dev/{task}/")
+
     def checkpoint(report):
       save(report.step)
       if on_checkpoint is not None:
         on_checkpoint(report.step)
 
-    last_epoch_sums = {}
-
-    def keep_epoch(report):
-      last_epoch_sums.update(total=sums["epoch"][0], n=sums["epoch"][1])
-
-    every_checkpoint = cfg.save_checkpoints_steps if (on_checkpoint is not None or ckpt is not None) else 0
-    hooks = [controller.Hook(add), controller.Hook(log, every=log_every),
-             controller.Hook(keep_epoch, every=steps_per_epoch),
-             controller.Hook(epoch_end, every=steps_per_epoch, final=False)]
-    if every_checkpoint:
-      hooks.append(controller.Hook(checkpoint, every=every_checkpoint, final=False))
+    hooks = [controller.Hook(losses.add), controller.Hook(losses.write, every=max(1, min(25, steps_per_epoch))),
+             controller.Hook(losses.end_epoch, every=steps_per_epoch)]
+    if on_epoch_end is not None:
+      hooks.append(controller.Hook(epoch_end, every=steps_per_epoch, final=False))
+    if on_checkpoint is not None or ckpt is not None:
+      hooks.append(controller.Hook(checkpoint, every=cfg.save_checkpoints_steps, final=False))
     runner = controller.Controller(
         self._train_loop, self.optimizer.iterations, cfg.iterations_per_loop, hooks, save=save,
         saved_at=ckpt.saved_at if ckpt is not None else (lambda step: False),
         latest=lambda: ckpt.latest if ckpt is not None else None, error_type=FinetuningError,
         nan_advice="lower learning_rate, or use bfloat16 instead of float16")
+    start = time.time()
     try:
-      status = runner.run(iterator, total_steps, log_fn=lambda line: None)
+      status = runner.run(iterator, total_steps, log_fn=lambda line: None)  # run.py says which trial stopped
     finally:
       if bar is not None:
         bar.close()
       if writer is not None:
         writer.flush()
     self.stop_signal = runner.stop_signal
-    elapsed = time.time() - start
-    step = int(self.optimizer.iterations.numpy())
-    epoch_loss = last_epoch_sums.get("total", 0.0) / max(last_epoch_sums.get("n", 0), 1)
-    return {"global_step": step, "loss": epoch_loss, "status": status,
-            "examples_per_second": done_total[0] * cfg.train_batch_size / max(elapsed, 1e-9)}
+    elapsed = max(time.time() - start, 1e-9)
+    return {"global_step": int(self.optimizer.iterations.numpy()), "loss": losses.last_epoch_loss,
+            "status": status, "examples_per_second": losses.steps * cfg.train_batch_size / elapsed}
 
   # ---- prediction ---------------------------------------------------------------------------------------
 
