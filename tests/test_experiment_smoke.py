@@ -138,7 +138,8 @@ def test_paper_claim_quick(tmp_path, data_dir):
     steps = [0] + [step for step, _ in rates]
     seconds = sum((b - a) * run["train_batch_size"] / rate for a, b, (_, rate) in zip(steps, steps[1:], rates))
     assert run["loop_seconds"] == pytest.approx(seconds, abs=0.06) and steps[-1] == run["steps"]
-    assert run["steady_seq_per_sec"] == pytest.approx(statistics.median(r for _, r in rates[1:]), abs=0.006)
+    steady = [r for _, r in rates[1:]] or [r for _, r in rates]  # the first loop includes tracing
+    assert run["steady_seq_per_sec"] == pytest.approx(statistics.median(steady), abs=0.006)
   preset = PretrainingConfig.create("t", str(tmp_path), **presets.sample_pretraining_hparams(100, 12))
   assert pre["electra"]["temperature"] == preset.temperature  # the tiny preset's, wherever it sets it
   assert "disc_auc_real" in pre["electra"]["heldout"] and "disc_auc_real" not in pre["mlm"]["heldout"]
