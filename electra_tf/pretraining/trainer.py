@@ -93,6 +93,7 @@ class Trainer:
     runtime.set_precision_policy(cfg.mixed_precision)
     self.num_replicas = self.strategy.num_replicas_in_sync
     self.accumulation = cfg.gradient_accumulation_steps
+    self.per_example_dropout = uses_per_example_dropout(cfg)
     train_step.check_batch_split(PretrainingError, "train_batch_size", cfg.train_batch_size, self.num_replicas,
                                  self.accumulation)
     train_step.check_batch_split(PretrainingError, "eval_batch_size", cfg.eval_batch_size, self.num_replicas)
@@ -140,7 +141,7 @@ class Trainer:
       self.replica_step = train_step.ReplicaStep(
           _Objective(self.model, self.cfg.seed), self.variables, self.optimizer, self.strategy,
           accumulation=self.accumulation, loss_scale=self.loss_scale, use_xla=self.cfg.use_xla,
-          per_example_dropout=uses_per_example_dropout(self.cfg))
+          per_example_dropout=self.per_example_dropout)
       shapes = {k: _value_shape(k) for k in objective.train_log_keys(self.model)}
       self._train_loop_fn = loop.compile_loop(self.strategy, self.replica_step, shapes, "total_loss", self.accumulation)
     return self._train_loop_fn

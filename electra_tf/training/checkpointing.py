@@ -52,8 +52,8 @@ class Checkpointer:
     path = self.latest
     if path is None:
       return None, 0
-    has_iterator = ITERATOR_KEY in self.objects and any(
-        name.startswith(ITERATOR_KEY + "/") for name, _ in tf.train.list_variables(path))
+    saved = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()  # any filesystem (gs://)
+    has_iterator = ITERATOR_KEY in self.objects and any(name.startswith(ITERATOR_KEY + "/") for name in saved)
     if has_iterator:
       try:
         self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
