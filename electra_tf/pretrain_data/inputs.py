@@ -81,7 +81,7 @@ def data_loss_error(cfg: PretrainingConfig, error: Exception, last_checkpoint) -
       "unreadable records")
 
 
-def _warn_skip_bad_records(cfg: PretrainingConfig, patterns):
+def _warn_skip_bad_records(patterns):
   first = patterns[0] if isinstance(patterns, (list, tuple)) else patterns
   counted = metadata.shard_records(metadata.read_metadata(first))
   log.warning("skip_bad_records: unreadable or mis-shaped records are skipped%s",
@@ -98,7 +98,7 @@ def global_batches(cfg: PretrainingConfig, patterns, global_batch: int, seed: in
   (and counted, where metadata.json has counts).
   """
   if cfg.skip_bad_records:
-    _warn_skip_bad_records(cfg, patterns)
+    _warn_skip_bad_records(patterns)
   return dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch,
                                      is_training=False,  # deterministic order: exact resume and replays
                                      seed=seed, check_files=False, skip_bad_records=cfg.skip_bad_records,
@@ -113,7 +113,7 @@ def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: i
   [r * b, (r + 1) * b) of each global batch: the same examples as one device, in any topology.
   """
   if cfg.skip_bad_records:
-    _warn_skip_bad_records(cfg, patterns)
+    _warn_skip_bad_records(patterns)
 
   def dataset_fn(ctx: tf.distribute.InputContext):
     per_replica = ctx.get_per_replica_batch_size(global_batch)
