@@ -296,6 +296,63 @@ def rows(root: pathlib.Path):
     d.mkdir()
     return [*CONVERT, "import-hf", d, "--output", out("imported")], "convert"
 
+  def r_nan_hparam():
+    return [PRETRAIN, "--data-dir", good, "--model-name", "m6", "--hparams", '{"mask_prob": NaN}'], "pretrain"
+
+  def r_infinite_hparam():
+    return [FINETUNE, "--data-dir", good, "--model-name", "m7", "--task", "sst", "--hparams",
+            '{"num_train_epochs": Infinity}'], "finetune"
+
+  def r_hparams_not_utf8():
+    p = root / "latin1_hparams.json"
+    p.write_bytes('{"model_name_suffix": "caf\u00e9"}'.encode("latin-1"))
+    return [PRETRAIN, "--data-dir", good, "--model-name", "m8", "--hparams", p], "pretrain"
+
+  def r_negative_eval_shards():
+    return [BUILD_DATA, "--corpus-dir", root / "corpus", "--vocab-file", vocab, "--output-dir", out("d_eval"),
+            "--eval-fraction", 0.1, "--num-eval-shards", -1, "--no-progress"], "build_data"
+
+  def hf_export(name):
+    d = root / name
+    if not d.exists():
+      _ok([*CONVERT, "export-hf", ckpt, "--what", "discriminator", "--output", d], root)
+    return d
+
+  def r_hf_config_not_json():
+    d = hf_export("hf_bad_config")
+    (d / "config.json").write_text('{"model_type": "electra",', encoding="utf-8")
+    return [*CONVERT, "import-hf", d, "--output", out("imported_bad_config")], "convert"
+
+  def r_hf_safetensors_truncated():
+    d = hf_export("hf_cut_weights")
+    data = (d / "model.safetensors").read_bytes()
+    (d / "model.safetensors").write_bytes(data[: len(data) // 2])
+    return [FINETUNE, "--data-dir", good, "--model-name", "ft", "--task", "sst", "--init-checkpoint", d,
+            "--hparams", json.dumps(FT), "--no-progress"], "finetune"
+
+  def r_model_dir_config_not_json():
+    d = root / "model_dir_bad_config"
+    if not d.exists():
+      _ok([*CONVERT, "import-tf1", ckpt, "--output", d], root)
+    (d / "electra_config.json").write_text("{oops", encoding="utf-8")
+    return [*CONVERT, "inspect", d], "convert"
+
+  def r_ckpt_data_truncated():
+    d = root / "ckpt_cut"
+    if not d.exists():
+      shutil.copytree(ckpt, d)
+    for f in d.glob("*.data-*"):
+      data = f.read_bytes()
+      f.write_bytes(data[: len(data) // 3])
+    return [FINETUNE, "--data-dir", good, "--model-name", "ft", "--task", "sst", "--init-checkpoint", d,
+            "--hparams", json.dumps(FT), "--no-progress"], "finetune"
+
+  def r_quickstart_negative_seeds():
+    return ["-m", "electra_tf.quickstart", "--seeds", -1, "--sample-dir", out("qs")], "quickstart"
+
+  def r_savedmodel_zero_length():
+    return [*CONVERT, "export-savedmodel", ckpt, "--output", out("sm"), "--max-seq-length", 0], "convert"
+
   return [
       ("malformed --hparams JSON", r_malformed_hparams),
       ("unknown hparam (typo `learning_rat`)", r_unknown_hparam),
@@ -334,6 +391,16 @@ def rows(root: pathlib.Path):
       ("convert inspect: missing checkpoint", r_convert_missing),
       ("convert inspect: random bytes as a checkpoint", r_convert_foreign),
       ("convert import-hf: directory without config.json", r_import_hf_no_config),
+      ("NaN in --hparams (`mask_prob`)", r_nan_hparam),
+      ("Infinity in --hparams (`num_train_epochs`)", r_infinite_hparam),
+      ("--hparams file that is not UTF-8 (Latin-1)", r_hparams_not_utf8),
+      ("--num-eval-shards -1 with --eval-fraction", r_negative_eval_shards),
+      ("Hugging Face config.json that is not JSON (convert import-hf)", r_hf_config_not_json),
+      ("truncated model.safetensors as --init-checkpoint", r_hf_safetensors_truncated),
+      ("electra_config.json that is not JSON (convert inspect)", r_model_dir_config_not_json),
+      ("pre-training checkpoint with a truncated .data file as --init-checkpoint", r_ckpt_data_truncated),
+      ("quickstart --seeds -1", r_quickstart_negative_seeds),
+      ("export-savedmodel --max-seq-length 0", r_savedmodel_zero_length),
   ]
 
 

@@ -5,6 +5,20 @@ import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def _share_the_cores_between_workers():
+  """Under pytest-xdist (``scripts/test.sh`` runs one worker per core), each worker's TensorFlow, and the
+  processes its tests start, get an equal share of the cores as their intra-op pool: the tiny models' ops
+  cannot keep two cores busy from one process, and two workers each spinning up a pool of every core
+  oversubscribe them. The inter-op pools stay TensorFlow's default: the two-replica tests' collectives need
+  both replicas' ops to run at once."""
+  workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+  if os.environ.get("PYTEST_XDIST_WORKER") and workers > 1:
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+
+
+_share_the_cores_between_workers()
+
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -34,8 +48,18 @@ ALLOW_MISSING_DATA_ENV = "ELECTRA_ALLOW_MISSING_TEST_DATA"
 
 def pytest_collection_modifyitems(config, items):
   """A run that collects tests needing the real data fails here, before any test runs, when the data is
-  missing: half the suite skipping silently would read as a pass."""
+  missing: half the suite skipping silently would read as a pass.
+
+  Files holding a ``long`` test come first, then those holding ``slow`` ones: pytest-xdist hands out whole
+  files (``--dist loadfile``) in this order, so the longest work starts first and the short files fill in
+  around it."""
   del config
+  weight = {}
+  for item in items:
+    marks = {m.name for m in item.iter_markers()}
+    key = 0 if "long" in marks else 1 if "slow" in marks else 2
+    weight[item.fspath] = min(weight.get(item.fspath, 2), key)
+  items.sort(key=lambda item: weight[item.fspath])  # stable: the order within a file is kept
   needing = [item for item in items if "data_dir" in getattr(item, "fixturenames", ())]
   path = real_data_dir()
   if needing and not (path / "README.md").exists() and os.environ.get(ALLOW_MISSING_DATA_ENV) != "1":
