@@ -14,7 +14,6 @@
 Every step reuses what an earlier run finished. ``--quick`` is the reduced variant CI runs.
 """
 
-import argparse
 import json
 import logging
 import statistics
@@ -31,7 +30,7 @@ NO_PRETRAINING_NAME = "electra_sample_no_pretraining"
 
 
 def parse_args(argv=None):
-  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p = common.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--sample-dir", default=None, help="where everything goes (default ./sample_run or "
                                                     f"${sample_data.SAMPLE_DIR_ENV})")
   p.add_argument("--pretrain-steps", type=int, default=presets.SAMPLE_PRETRAIN_STEPS,

@@ -333,7 +333,7 @@ def rows(root: pathlib.Path):
   def r_model_dir_config_not_json():
     d = root / "model_dir_bad_config"
     if not d.exists():
-      _ok([*CONVERT, "import-tf1", ckpt, "--output", d], root)
+      _ok([*CONVERT, "import-hf", hf_export("hf_for_model_dir"), "--output", d], root)
     (d / "electra_config.json").write_text("{oops", encoding="utf-8")
     return [*CONVERT, "inspect", d], "convert"
 

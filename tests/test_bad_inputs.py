@@ -103,3 +103,18 @@ def test_quickstart_refuses_a_seed_count_below_one(seeds, capsys):
     quickstart.parse_args(["--seeds", seeds])
   assert exit_info.value.code == 2
   assert f"error: argument --seeds: must be at least 1, got {seeds}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["build_vocab", "build_data", "pretrain", "finetune", "convert", "quickstart"])
+def test_a_flag_error_is_one_line_naming_the_help(command, capsys):
+  """argparse's own errors (an unknown flag, a mistyped value) follow the same rule as every other bad input:
+  one ``error:`` line and exit 2, not the usage block followed by ``<prog>: error:``."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  module = importlib.import_module("electra_tf.quickstart" if command == "quickstart" else f"electra_tf.cli.{command}")
+  argv = {"convert": ["inspect", "x"], "build_vocab": ["--output", "x"]}.get(command, []) + ["--no-such-flag"]
+  with pytest.raises(SystemExit) as exit_info:
+    module.main(argv)
+  assert exit_info.value.code == 2
+  lines = capsys.readouterr().err.splitlines()
+  assert len(lines) == 1 and lines[0].startswith("error: unrecognized arguments: --no-such-flag (see "), lines
+  assert lines[0].endswith(" --help)"), lines

@@ -114,3 +114,26 @@ def test_a_run_without_its_saved_hparams_is_one_clear_line(run, tmp_path, capsys
   code, _, err = _convert(["inspect", str(copy)], capsys)
   assert code == 2
   assert err.count("\n") == 1 and "pretraining_config.json" in err
+
+
+def test_a_run_with_a_truncated_data_file_is_one_clear_line_for_convert_and_the_loader(run, tmp_path, capsys):
+  """A cut ``.data`` file opens (the ``.index`` lists every variable) and fails only when values are read: a
+  traceback from inside TensorFlow's restore before, now one line from every reader of the run."""
+  import shutil
+  from electra_tf.convert import load_pretrained_weights
+  from electra_tf.errors import ConversionError
+  from electra_tf.modeling import ElectraEncoder
+  cfg, _ = run
+  copy = tmp_path / "cut_run"
+  shutil.copytree(cfg.model_dir, copy)
+  for data in copy.glob("ckpt-10.data-*"):
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 3])
+  code, _, err = _convert(["inspect", str(copy)], capsys)
+  assert code == 2 and err.count("\n") == 1, err
+  assert "its .data file is truncated or corrupt" in err and "ckpt-10" in err
+  encoder = ElectraEncoder(cfg.discriminator_config(), name="electra")  # fine-tuning's --init-checkpoint
+  encoder.dummy_build()
+  with pytest.raises(ConversionError) as error:
+    load_pretrained_weights(str(copy), encoder)
+  assert "its .data file is truncated or corrupt" in str(error.value) and "\n" not in str(error.value)
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["cut_run"]  # nothing written

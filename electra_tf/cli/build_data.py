@@ -36,7 +36,7 @@ def split_pipeline_args(argv):
 
 def parse_args(argv=None):
   argv, pipeline_args = split_pipeline_args(argv)
-  p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+  p = common.ArgumentParser(description=__doc__.splitlines()[0],
                               usage="%(prog)s [options] [-- BEAM_PIPELINE_OPTIONS]")
   src = p.add_argument_group("corpus sources (any combination)")
   src.add_argument("--corpus-dir", help="directory of text files: one sentence per line, blank line "

@@ -18,7 +18,7 @@ from electra_tf.pretrain_data import build, corpus, vocab
 
 
 def parse_args(argv=None):
-  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p = common.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--corpus-dir")
   p.add_argument("--wikipedia-dump", action="append", default=[])
   p.add_argument("--books-dir")

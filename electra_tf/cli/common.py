@@ -22,6 +22,14 @@ def run_cli(main: typing.Callable[[], typing.Any]) -> int:
     return 2
 
 
+class ArgumentParser(argparse.ArgumentParser):
+  """argparse with the commands' one-line errors: a bad or missing flag prints ``error: <what> (see <prog>
+  --help)`` and exits 2, instead of the usage block and ``<prog>: error: ...``."""
+
+  def error(self, message: str):
+    self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def positive_int(text: str) -> int:
   """An argparse ``type`` for counts that must be at least 1 (argparse prints the message, exit status 2)."""
   try:

@@ -180,7 +180,7 @@ def cmd_export_savedmodel(args, log):
 
 
 def build_parser(prog: typing.Optional[str] = None) -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+  parser = common.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
   sub = parser.add_subparsers(dest="command", required=True)
 
   def add(name, fn, help_, output=True):

@@ -21,7 +21,7 @@ from electra_tf.presets import MODEL_SIZES
 
 
 def parse_args(argv=None):
-  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = common.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--data-dir", help="root with finetuning_data/, vocab.txt and models/ "
                                     "(default: the embedded sample setup)")
   p.add_argument("--model-name", help="pre-trained model under <data-dir>/models/ (required with --data-dir)")

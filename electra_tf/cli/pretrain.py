@@ -22,7 +22,7 @@ from electra_tf.presets import PRETRAINING_PRESETS
 
 
 def parse_args(argv=None):
-  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = common.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--data-dir", help="root with pretrain_tfrecords/, vocab.txt and models/ "
                                     "(default: the embedded sample setup)")
   p.add_argument("--model-name", default=None, help="model directory under <data-dir>/models "

@@ -6,6 +6,8 @@ import typing
 
 import tensorflow as tf
 
+from electra_tf.errors import ConversionError
+
 
 def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
                        require_match: bool = True) -> typing.Optional[str]:
@@ -17,6 +19,9 @@ def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
   A restore that fails half-way leaves TensorFlow's restore state behind, and when that is collected it
   logs a warning per value it did not restore: hundreds of lines after the error. The checkpoint and that
   state are collected here, with TensorFlow's logger quiet, before the caller reports anything.
+
+  Raises ``ConversionError`` (one line) when the checkpoint's values cannot be read: its ``.index`` lists
+  every variable, so it opens, and a truncated or corrupt ``.data`` file shows only when the values are read.
   """
   logger = tf.get_logger()
   level = logger.level
@@ -28,10 +33,19 @@ def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
       if require_match:
         status.assert_existing_objects_matched()
       return None
+    except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+      damaged = _first_line(e)
     except (ValueError, AssertionError, tf.errors.OpError) as e:
-      reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+      reason, damaged = _first_line(e), None
     del checkpoint  # it holds the restore state too
     gc.collect()  # the failure (its traceback holds the restore state) is gone once the except block ends
+    if damaged is not None:
+      raise ConversionError(f"{prefix}: cannot read its values ({damaged}): its .data file is truncated or "
+                            "corrupt; copy the checkpoint again, or use an earlier one of the run")
     return reason
   finally:
     logger.setLevel(level)
+
+
+def _first_line(error: Exception) -> str:
+  return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
