@@ -186,16 +186,17 @@ def run(args):
     unit(args, name, trial, args, task, method, size, s, args.selection_seed, "validation")
   if args.until == "select":
     return
-  stages = load_stages(args)
-  todo = []
-  for seed in range(args.first_seed, args.first_seed + args.seeds):  # seeds outer: partial results balanced
-    for task, size, count in cells:
-      for method in methods(args):
-        chosen = chosen_setting(args, task, method, size, count, stages)
-        if chosen is not None:
-          todo.append((task, method, size, chosen["chosen"], seed))
-  for task, method, size, s, seed in dealt(args, todo):
-    unit(args, f"final_{task}_{method}_{size_name(size)}_seed{seed}", trial, args, task, method, size, s, seed, "dev")
+  # Every shard deals the same list, whatever has finished: a unit whose selection another shard is still
+  # running is left for a rerun (dealing only the ready units gave shards different lists, and units fell out).
+  todo = [(task, size, count, method, seed) for seed in range(args.first_seed, args.first_seed + args.seeds)
+          for task, size, count in cells for method in methods(args)]  # seeds outer: partial results balanced
+  for task, size, count, method, seed in dealt(args, todo):
+    name = f"final_{task}_{method}_{size_name(size)}_seed{seed}"
+    chosen = chosen_setting(args, task, method, size, count, load_stages(args))
+    if chosen is None:
+      log(f"not ready (its selection is unfinished; rerun to run it): {name}")
+      continue
+    unit(args, name, trial, args, task, method, size, chosen["chosen"], seed, "dev")
   if args.until == "final" or args.shard_index != 0:
     return
   summary = summarize(args, plan(args), load_stages(args))
