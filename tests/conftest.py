@@ -50,16 +50,17 @@ def pytest_collection_modifyitems(config, items):
   """A run that collects tests needing the real data fails here, before any test runs, when the data is
   missing: half the suite skipping silently would read as a pass.
 
-  Files holding a ``long`` test come first, then those holding ``slow`` ones: pytest-xdist hands out whole
-  files (``--dist loadfile``) in this order, so the longest work starts first and the short files fill in
-  around it."""
+  Files holding a ``long`` test come first, then those holding ``slow`` ones, and a ``long`` test first in its
+  file: pytest-xdist hands out whole files (``--dist loadfile``) in this order, so the longest work starts
+  first and the short files fill in around it."""
   del config
-  weight = {}
+  weight, own = {}, {}
   for item in items:
     marks = {m.name for m in item.iter_markers()}
-    key = 0 if "long" in marks else 1 if "slow" in marks else 2
-    weight[item.fspath] = min(weight.get(item.fspath, 2), key)
-  items.sort(key=lambda item: weight[item.fspath])  # stable: the order within a file is kept
+    own[item.nodeid] = 0 if "long" in marks else 1 if "slow" in marks else 2
+    weight[item.path] = min(weight.get(item.path, 2), own[item.nodeid])
+  # stable: otherwise the order within a file is kept
+  items.sort(key=lambda item: (weight[item.path], own[item.nodeid] != 0))
   needing = [item for item in items if "data_dir" in getattr(item, "fixturenames", ())]
   path = real_data_dir()
   if needing and not (path / "README.md").exists() and os.environ.get(ALLOW_MISSING_DATA_ENV) != "1":

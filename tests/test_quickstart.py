@@ -156,7 +156,7 @@ def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_ba
   env = {k: v for k, v in os.environ.items() if k != "TF_NUM_INTRAOP_THREADS"}
   env["TF_CPP_MIN_LOG_LEVEL"] = "2"
   proc = subprocess.run([sys.executable, "-m", "electra_tf.quickstart", "--no-progress", "--sample-dir",
-                         str(tmp_path)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=3000)
+                         str(tmp_path)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=4500)
   assert proc.returncode == 0, proc.stderr[-3000:]
   summary = json.loads((tmp_path / "quickstart_summary.json").read_text())
   per_seed, dev = summary["dev_accuracy_per_seed"], summary["dev_accuracy"]
