@@ -187,7 +187,8 @@ def run(args):
   if args.until == "select":
     return
   # Every shard deals the same list, whatever has finished: a unit whose selection another shard is still
-  # running is left for a rerun (dealing only the ready units gave shards different lists, and units fell out).
+  # running is left for a rerun (lists of only the ready units would differ between shards, and units would be
+  # dealt to no shard).
   todo = [(task, size, count, method, seed) for seed in range(args.first_seed, args.first_seed + args.seeds)
           for task, size, count in cells for method in methods(args)]  # seeds outer: partial results balanced
   for task, size, count, method, seed in dealt(args, todo):

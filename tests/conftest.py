@@ -8,10 +8,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def _share_the_cores_between_workers():
   """Under pytest-xdist (``scripts/test.sh`` runs one worker per core), each worker's TensorFlow, and the
-  processes its tests start, get an equal share of the cores as their intra-op pool: the tiny models' ops
-  cannot keep two cores busy from one process, and two workers each spinning up a pool of every core
-  oversubscribe them. The inter-op pools stay TensorFlow's default: the two-replica tests' collectives need
-  both replicas' ops to run at once."""
+  processes its tests start, get an equal share of the cores as their intra-op pool: two workers each running a
+  pool as large as the machine would oversubscribe it. The inter-op pools stay TensorFlow's default: the
+  two-replica tests' collectives need both replicas' ops to run at once."""
   workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
   if os.environ.get("PYTEST_XDIST_WORKER") and workers > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))

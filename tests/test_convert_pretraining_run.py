@@ -117,8 +117,8 @@ def test_a_run_without_its_saved_hparams_is_one_clear_line(run, tmp_path, capsys
 
 
 def test_a_run_with_a_truncated_data_file_is_one_clear_line_for_convert_and_the_loader(run, tmp_path, capsys):
-  """A cut ``.data`` file opens (the ``.index`` lists every variable) and fails only when values are read: a
-  traceback from inside TensorFlow's restore before, now one line from every reader of the run."""
+  """A cut ``.data`` file opens (the ``.index`` lists every variable) and fails only when values are read,
+  inside TensorFlow's restore; every reader of the run reports it as one line and writes nothing."""
   import shutil
   from electra_tf.convert import load_pretrained_weights
   from electra_tf.errors import ConversionError
