@@ -10,6 +10,13 @@ class ElectraError(Exception):
   """A failure the user can fix (bad flags, data, paths or checkpoints); the message says how."""
 
 
+def first_line(error: BaseException) -> str:
+  """The first line of ``error``'s message, or its type's name when the message is empty: what a one-line
+  error quotes of an exception from a library."""
+  text = str(error).strip()
+  return text.splitlines()[0] if text else type(error).__name__
+
+
 class HParamError(ElectraError, ValueError):
   """An unknown, mistyped or out-of-range hparam."""
 

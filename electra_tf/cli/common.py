@@ -7,7 +7,7 @@ import sys
 import typing
 
 from electra_tf import presets, sample_data
-from electra_tf.errors import ElectraError, HParamError
+from electra_tf.errors import ElectraError, HParamError, first_line
 
 
 def run_cli(main: typing.Callable[[], typing.Any]) -> int:
@@ -17,8 +17,7 @@ def run_cli(main: typing.Callable[[], typing.Any]) -> int:
     main()
     return 0
   except (ElectraError, OSError) as e:
-    text = str(e).strip()
-    print(f"error: {text.splitlines()[0] if text else type(e).__name__}", file=sys.stderr)
+    print(f"error: {first_line(e)}", file=sys.stderr)
     return 2
 
 

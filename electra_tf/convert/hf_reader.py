@@ -11,7 +11,7 @@ from electra_tf.convert.architecture import infer_architecture, is_reference_wei
 from electra_tf.convert.detect import HF, HF_WEIGHT_FILES, read_json_object
 from electra_tf.convert.source import Source
 from electra_tf.convert.vocab_files import sibling_vocab
-from electra_tf.errors import ConversionError
+from electra_tf.errors import ConversionError, first_line
 
 # What to do about a Hugging Face directory whose files do not read.
 _HF_FIX = "save the model again with transformers' save_pretrained, or download the directory again"
@@ -68,8 +68,7 @@ def read_hf_state(path: str) -> typing.Tuple[dict, dict]:
 
 
 def _unreadable(weights: str, error: Exception) -> ConversionError:
-  reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-  return ConversionError(f"{weights} is corrupt or truncated ({reason}); {_HF_FIX}")
+  return ConversionError(f"{weights} is corrupt or truncated ({first_line(error)}); {_HF_FIX}")
 
 
 def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:

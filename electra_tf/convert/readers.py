@@ -18,7 +18,7 @@ from electra_tf.convert.detect import (CONFIG_FILE, FORMAT_TAG, HF, MODEL_DIR, P
 from electra_tf.convert.hf_reader import read_hf
 from electra_tf.convert.source import Source, source_from_networks
 from electra_tf.convert.vocab_files import sibling_vocab
-from electra_tf.errors import ConversionError
+from electra_tf.errors import ConversionError, first_line
 from electra_tf.modeling.models import build_pretraining_networks
 from electra_tf.runtime.restore import restore_checkpoint
 
@@ -50,8 +50,7 @@ def _read_tensor(reader, prefix: str, name: str):
   try:
     return reader.get_tensor(name)
   except (tf.errors.OpError, IndexError, ValueError, RuntimeError, OSError) as e:
-    reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    raise ConversionError(f"{prefix}: cannot read {name} ({reason}): its .data file is truncated or corrupt; "
+    raise ConversionError(f"{prefix}: cannot read {name} ({first_line(e)}): its .data file is truncated or corrupt; "
                           "copy or download the checkpoint again") from None
 
 

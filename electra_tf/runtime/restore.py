@@ -6,7 +6,7 @@ import typing
 
 import tensorflow as tf
 
-from electra_tf.errors import ConversionError
+from electra_tf.errors import ConversionError, first_line
 
 
 def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
@@ -34,9 +34,9 @@ def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
         status.assert_existing_objects_matched()
       return None
     except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
-      damaged = _first_line(e)
+      damaged = first_line(e)
     except (ValueError, AssertionError, tf.errors.OpError) as e:
-      reason, damaged = _first_line(e), None
+      reason, damaged = first_line(e), None
     del checkpoint  # it holds the restore state too
     gc.collect()  # the failure (its traceback holds the restore state) is gone once the except block ends
     if damaged is not None:
@@ -45,7 +45,3 @@ def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
     return reason
   finally:
     logger.setLevel(level)
-
-
-def _first_line(error: Exception) -> str:
-  return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

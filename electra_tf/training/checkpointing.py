@@ -19,6 +19,7 @@ import typing
 import tensorflow as tf
 
 from electra_tf import fileio
+from electra_tf.errors import first_line
 
 log = logging.getLogger("electra_tf.training")
 
@@ -60,7 +61,7 @@ class Checkpointer:
         return path, 0
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         log.warning("the input position in %s does not fit this input pipeline (%s); replaying the input "
-                    "stream to it instead", path, str(e).strip().splitlines()[0][:200])
+                    "stream to it instead", path, first_line(e)[:200])
     others = {k: v for k, v in self.objects.items() if k != ITERATOR_KEY}
     tf.train.Checkpoint(**others).read(path).expect_partial().assert_existing_objects_matched()
     skip = int(self.step_var.numpy()) if ITERATOR_KEY in self.objects else 0
