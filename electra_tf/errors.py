@@ -41,6 +41,10 @@ class ConversionError(ElectraError, ValueError):
   """A checkpoint that cannot be read, recognised or written in the requested format."""
 
 
+class CheckpointError(ElectraError, RuntimeError):
+  """A run's own checkpoints cannot be read to resume it."""
+
+
 class SampleDataError(ElectraError, RuntimeError):
   """The embedded sample data cannot be prepared (the package is missing or its file is unreadable)."""
 

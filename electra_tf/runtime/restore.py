@@ -8,6 +8,15 @@ import tensorflow as tf
 
 from electra_tf.errors import ConversionError, first_line
 
+# What reading the values of a checkpoint whose ``.data`` file is cut or corrupt raises: its ``.index`` lists
+# every variable, so the checkpoint opens, and the damage shows only when the values are read.
+DAMAGED = (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError)
+
+
+def damaged_reason(prefix: str, error: BaseException) -> str:
+  """``<prefix>: cannot read its values (<why>): its .data file is truncated or corrupt``."""
+  return f"{prefix}: cannot read its values ({first_line(error)}): its .data file is truncated or corrupt"
+
 
 def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
                        require_match: bool = True) -> typing.Optional[str]:
@@ -33,15 +42,14 @@ def restore_checkpoint(prefix: str, objects: typing.Mapping[str, typing.Any],
       if require_match:
         status.assert_existing_objects_matched()
       return None
-    except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
-      damaged = first_line(e)
+    except DAMAGED as e:
+      damaged = damaged_reason(prefix, e)
     except (ValueError, AssertionError, tf.errors.OpError) as e:
       reason, damaged = first_line(e), None
     del checkpoint  # it holds the restore state too
     gc.collect()  # the failure (its traceback holds the restore state) is gone once the except block ends
     if damaged is not None:
-      raise ConversionError(f"{prefix}: cannot read its values ({damaged}): its .data file is truncated or "
-                            "corrupt; copy the checkpoint again, or use an earlier one of the run")
+      raise ConversionError(f"{damaged}; copy the checkpoint again, or use an earlier one of the run")
     return reason
   finally:
     logger.setLevel(level)

@@ -6,7 +6,9 @@ run restores the iterator where it stopped instead of re-reading and re-decoding
 The iterator's state is topology-free (it yields global batches; replicas take their rows afterwards), so a
 run may resume on another number of devices. A checkpoint written without the iterator's state (by an
 older version, or whose state no longer fits the pipeline) resumes by replaying the stream instead:
-``restore`` then returns the number of global batches the caller must skip.
+``restore`` then returns the number of global batches the caller must skip. A newest checkpoint whose values
+cannot be read (a ``.data`` file cut by a full disk or an interrupted copy) is passed over with a warning for
+the newest earlier one that reads; when none reads, the error says so in one line.
 
 In a multi-worker job every worker restores the chief's latest checkpoint; non-chief workers write
 throw-away copies (every worker must take part in a save) that are deleted when training ends.
@@ -19,7 +21,8 @@ import typing
 import tensorflow as tf
 
 from electra_tf import fileio
-from electra_tf.errors import first_line
+from electra_tf.errors import CheckpointError, first_line
+from electra_tf.runtime.restore import DAMAGED, damaged_reason
 
 log = logging.getLogger("electra_tf.training")
 
@@ -47,25 +50,43 @@ class Checkpointer:
     return tf.train.latest_checkpoint(self.directory)
 
   def restore(self) -> typing.Tuple[typing.Optional[str], int]:
-    """Restores the latest checkpoint, if any: (its path or None, global batches the input must skip).
+    """Restores the latest readable checkpoint, if any: (its path or None, global batches the input must skip).
 
     The skip is 0 when the iterator's position came back with the checkpoint (or there was none)."""
-    path = self.latest
-    if path is None:
+    latest = self.latest
+    if latest is None:
       return None, 0
+    state = tf.train.get_checkpoint_state(self.directory)
+    candidates = [latest] + [p for p in reversed(list(state.all_model_checkpoint_paths) if state else [])
+                             if p != latest and tf.io.gfile.exists(p + ".index")]
+    unreadable = []
+    for path in candidates:
+      try:
+        skip = self._restore_from(path)
+      except DAMAGED as e:
+        unreadable.append(damaged_reason(path, e))
+        continue
+      if unreadable:
+        log.warning("%s; resumed from %s instead (the run repeats the steps after it)", unreadable[0], path)
+      return path, skip
+    raise CheckpointError(f"{unreadable[0]}, and no earlier checkpoint of the run in {self.directory} reads "
+                          "either; copy the run's checkpoints again, or start the run in a new model directory")
+
+  def _restore_from(self, path: str) -> int:
     saved = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()  # any filesystem (gs://)
     has_iterator = ITERATOR_KEY in self.objects and any(name.startswith(ITERATOR_KEY + "/") for name in saved)
     if has_iterator:
       try:
         self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
-        return path, 0
+        return 0
+      except DAMAGED:
+        raise
       except (tf.errors.OpError, ValueError, AssertionError) as e:
         log.warning("the input position in %s does not fit this input pipeline (%s); replaying the input "
                     "stream to it instead", path, first_line(e)[:200])
     others = {k: v for k, v in self.objects.items() if k != ITERATOR_KEY}
     tf.train.Checkpoint(**others).read(path).expect_partial().assert_existing_objects_matched()
-    skip = int(self.step_var.numpy()) if ITERATOR_KEY in self.objects else 0
-    return path, skip
+    return int(self.step_var.numpy()) if ITERATOR_KEY in self.objects else 0
 
   def save(self, step: int) -> str:
     return self.manager.save(checkpoint_number=step)
