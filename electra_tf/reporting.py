@@ -33,7 +33,8 @@ def plot_panels(panels, path: str, title: str = ""):
   """Draws line panels and writes a PNG.
 
   ``panels``: list of (panel title, y label, [(legend label, [(x, y), ...]), ...], optional dict with
-  ``hline`` (value, label) and ``kind`` ("line" or "bar")).
+  ``hline`` (value, label), ``kind`` ("line" or "bar"), ``xlabel`` (default "step"), ``logx`` (a log x axis)
+  and ``colors`` ({legend label: matplotlib colour})).
   """
   cols = 2 if len(panels) == 4 else len(panels)
   rows = (len(panels) + cols - 1) // cols
@@ -49,11 +50,14 @@ def plot_panels(panels, path: str, title: str = ""):
       ax.bar_label(bars, fmt="%.1f")
       ax.set_ylim(min(values + [options.get("hline", (100, ""))[0]]) - 10, max(values) + 5)
     else:
+      colors = options.get("colors", {})
       for label, points in series:
         if points:
           xs, ys = zip(*points)
-          ax.plot(xs, ys, label=label, marker="o" if len(xs) < 12 else None, markersize=3)
-      ax.set_xlabel("step")
+          ax.plot(xs, ys, label=label, marker="o" if len(xs) < 12 else None, markersize=3, color=colors.get(label))
+      ax.set_xlabel(options.get("xlabel", "step"))
+      if options.get("logx"):
+        ax.set_xscale("log")
       if len(series) > 1:
         ax.legend(fontsize=8)
     if "hline" in options:

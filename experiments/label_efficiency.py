@@ -287,7 +287,9 @@ def plot(summary, path):
                                 if m in r["methods"] and "median" in r["methods"][m]]))
     for c in (("tfidf", "majority") if task == "sst" else ("lookup",)):
       lines.append((LABELS[c], [(r["size"], r["baselines"][c]) for r in rows if r["baselines"]]))
-    series.append((f"{task}: dev score against labelled examples (medians)", "%", lines))
+    series.append((f"{task}: dev score against labelled examples (medians)", "%", lines,
+                   {"xlabel": "labelled training examples", "logx": True,
+                    "colors": {LABELS[k]: c for k, c in COLORS.items()}}))
   os.makedirs(os.path.dirname(path), exist_ok=True)
   reporting.plot_panels(series, path, title="label efficiency (x: labelled training examples)")
 
