@@ -50,8 +50,9 @@ def pytest_collection_modifyitems(config, items):
   missing: half the suite skipping silently would read as a pass.
 
   Files holding a ``long`` test come first, then those holding ``slow`` ones, and a ``long`` test first in its
-  file: pytest-xdist hands out whole files (``--dist loadfile``) in this order, so the longest work starts
-  first and the short files fill in around it."""
+  file: pytest-xdist hands out whole files in this order (``--dist loadfile --no-loadscope-reorder``,
+  scripts/test.sh; without the last flag xdist sorts the files by their number of tests), so the longest
+  work starts first and the short files fill in around it."""
   del config
   weight, own = {}, {}
   for item in items:
