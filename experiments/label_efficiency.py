@@ -19,7 +19,9 @@ Protocol (docs/experiments/label_efficiency.md):
   ``--grid-examples`` examples seen (epochs = budget / size, at least 1), so a trial costs the same at every
   size. One fine-tune per grid point with seed ``--selection-seed`` (not one of the reported seeds), scored
   on the validation split only; the best wins (ties: lower LR, then the smaller budget). Converged means a
-  larger budget at the chosen LR did not raise the validation score.
+  larger budget at the chosen LR did not raise the validation score. When the best is the grid's largest
+  budget at its LR, twice its epochs run next at that LR, again while the longer run wins, up to
+  ``--extend-examples`` examples seen (``selection.extension``): every chosen setting shows its curve turn.
 - **Final.** The chosen setting with seeds ``--first-seed`` .. + ``--seeds``, scored on dev once each.
 - **Summary.** Medians, ranges, exact two-sided Mann-Whitney tests (``electra_tf.seed_comparison``), seeds
   above the TF-IDF baseline; ``summary.json``, ``summary.md``, ``plots/label_efficiency.png``. Units still
@@ -130,18 +132,45 @@ def setting_from(record: dict) -> selection.Setting:
   return selection.Setting(**record)
 
 
+def select_unit_name(task, method, size, setting) -> str:
+  return f"select_{task}_{method}_{size_name(size)}_{setting.key()}"
+
+
 def select_unit_names(args, task, method, size, size_count):
-  return [(s, f"select_{task}_{method}_{size_name(size)}_{s.key()}") for s in grid_for(args, size_count)]
+  return [(s, select_unit_name(task, method, size, s)) for s in grid_for(args, size_count)]
+
+
+def final_unit_name(task, method, size, setting, seed) -> str:
+  """Named by the setting too: a choice that changes (a longer run won, a grid grew) gets new final runs."""
+  return f"final_{task}_{method}_{size_name(size)}_{setting.key()}_seed{seed}"
+
+
+def max_epochs(args, size_count: int) -> float:
+  """The longest run an extension may add: ``--extend-examples`` examples seen (0: the grid's longest)."""
+  if not args.extend_examples:
+    return max(s.epochs for s in grid_for(args, size_count))
+  return max(1.0, round(args.extend_examples / size_count, 1))
 
 
 def chosen_setting(args, task, method, size, size_count, stages: dict):
-  """The selection's result from the finished grid units, or None while some are missing."""
+  """The selection's result from the finished grid and extension units, or None while a grid unit is missing.
+  While the best is the longest run at its LR and a longer one is allowed, the result is ``{"extend": setting,
+  "name": unit name}``: that run comes first (``selection.extension``)."""
   scores = {}
   for s, name in select_unit_names(args, task, method, size, size_count):
     if name not in stages:
       return None
     scores[s] = [stages[name]["value"]]
   order = grid_for(args, size_count)
+  while True:
+    longer = selection.extension(scores, order, max_epochs(args, size_count))
+    if longer is None:
+      break
+    name = select_unit_name(task, method, size, longer)
+    if name not in stages:
+      return {"extend": longer, "name": name}
+    order.append(longer)
+    scores[longer] = [stages[name]["value"]]
   best = selection.choose(scores, order)
   curve = selection.epoch_curve(scores, best)
   return {"chosen": best, "curve": curve, "converged": selection.converged(curve, best.epochs),
@@ -184,6 +213,18 @@ def run(args):
           for s, name in select_unit_names(args, task, method, size, count)]
   for task, method, size, s, name in dealt(args, todo):
     unit(args, name, trial, args, task, method, size, s, args.selection_seed, "validation")
+  # Where the best grid point is the longest run at its LR, longer runs follow, one at a time. Cells are dealt
+  # from the same list in every shard, so one shard runs a cell's whole chain.
+  for task, method, size, count in dealt(args, [(task, method, size, count) for task, size, count in cells
+                                                for method in methods(args)]):
+    while True:
+      chosen = chosen_setting(args, task, method, size, count, load_stages(args))
+      if chosen is None:
+        log(f"extension not ready (its grid is unfinished; rerun to run it): {task} {size_name(size)} {method}")
+      if chosen is None or "extend" not in chosen:
+        break
+      unit(args, chosen["name"], trial, args, task, method, size, chosen["extend"], args.selection_seed,
+           "validation")
   if args.until == "select":
     return
   # Every shard deals the same list, whatever has finished: a unit whose selection another shard is still
@@ -192,12 +233,13 @@ def run(args):
   todo = [(task, size, count, method, seed) for seed in range(args.first_seed, args.first_seed + args.seeds)
           for task, size, count in cells for method in methods(args)]  # seeds outer: partial results balanced
   for task, size, count, method, seed in dealt(args, todo):
-    name = f"final_{task}_{method}_{size_name(size)}_seed{seed}"
     chosen = chosen_setting(args, task, method, size, count, load_stages(args))
-    if chosen is None:
-      log(f"not ready (its selection is unfinished; rerun to run it): {name}")
+    if chosen is None or "extend" in chosen:
+      log(f"not ready (its selection is unfinished; rerun to run it): final {task} {size_name(size)} {method} "
+          f"seed {seed}")
       continue
-    unit(args, name, trial, args, task, method, size, chosen["chosen"], seed, "dev")
+    unit(args, final_unit_name(task, method, size, chosen["chosen"], seed), trial, args, task, method, size,
+         chosen["chosen"], seed, "dev")
   if args.until == "final" or args.shard_index != 0:
     return
   summary = summarize(args, plan(args), load_stages(args))
@@ -215,10 +257,11 @@ def summarize(args, cells, stages) -> dict:
     row = {"task": task, "size": count, "size_name": size_name(size), "baselines": base, "methods": {}}
     for method in (methods(args) if task in args.neural_tasks else []):
       chosen = chosen_setting(args, task, method, size, count, stages)
-      if chosen is None:
-        pending.append(f"{task} {size_name(size)} {method}: selection")
+      if chosen is None or "extend" in chosen:
+        pending.append(f"{task} {size_name(size)} {method}: selection"
+                       + (f" ({chosen['extend'].describe()} to run)" if chosen else ""))
         continue
-      values = [stages[n]["value"] for n in (f"final_{task}_{method}_{size_name(size)}_seed{seed}"
+      values = [stages[n]["value"] for n in (final_unit_name(task, method, size, chosen["chosen"], seed)
                                               for seed in range(args.first_seed, args.first_seed + args.seeds))
                 if n in stages]
       if len(values) < args.seeds:
@@ -309,6 +352,9 @@ def parse_args(argv=None):
   p.add_argument("--grid-lrs", default="3e-4,1e-3")
   p.add_argument("--grid-examples", default="5000,10000,20000", help="training budgets (examples seen)")
   p.add_argument("--grid-decays", default="", help="layer-wise LR decays (empty: the preset's 0.8)")
+  p.add_argument("--extend-examples", type=int, default=80000,
+                 help="when the best grid point is the longest run at its LR, run twice the epochs, again while "
+                      "the longer run wins, up to this many examples seen (0: the grid alone)")
   p.add_argument("--selection-seed", type=int, default=0)
   p.add_argument("--seeds", type=int, default=5)
   p.add_argument("--first-seed", type=int, default=1)
@@ -329,7 +375,7 @@ def parse_args(argv=None):
     sample_data.ensure_sample_setup(args.data_dir, max_reviews=300, max_task_train=600, vocab_sentences=3000,
                                     log=log, build_records=False)
     args.sizes, args.validation_size, args.seeds = [50, None], 100, 2
-    args.grid_lrs, args.grid_examples = [1e-3], [100, 200]
+    args.grid_lrs, args.grid_examples, args.extend_examples = [1e-3], [100, 200], 400
     args.model_overrides_ft = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1,
                                                           "num_attention_heads": 2, "intermediate_size": 64},
                                "embedding_size": 32, "max_seq_length": 32, "use_xla": False}

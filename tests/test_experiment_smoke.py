@@ -278,3 +278,33 @@ def test_label_efficiency_quick(tmp_path, data_dir):
   _assert_drawn(work / "plots" / "label_efficiency.png")
   again = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
   assert again.returncode == 0 and "] run: " not in again.stdout, again.stdout[-2000:]
+
+
+def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
+  """The stage logic on recorded validation scores: a choice at the grid's longest run asks for twice its
+  epochs, then the next while the longer run wins, up to --extend-examples; final runs are named by the
+  chosen setting, so a changed choice never reuses another setting's dev scores."""
+  sys.path.insert(0, str(REPO_ROOT / "experiments"))
+  spec = importlib.util.spec_from_file_location("label_efficiency",
+                                                REPO_ROOT / "experiments" / "label_efficiency.py")
+  le = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(le)
+  from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
+  args = le.parse_args(["--data-dir", "unused", "--grid-examples", "5000,10000", "--extend-examples", "40000"])
+  name = lambda lr, ep: le.select_unit_name("sst", "none", 500, Setting(lr, ep))
+  stages = {name(lr, ep): {"value": v} for (lr, ep), v in {(3e-4, 10): 60.0, (3e-4, 20): 62.0, (1e-3, 10): 61.0,
+                                                           (1e-3, 20): 61.5}.items()}
+  chosen = lambda: le.chosen_setting(args, "sst", "none", 500, 500, stages)
+  assert le.chosen_setting(args, "sst", "none", 500, 500, dict(list(stages.items())[:3])) is None  # grid unfinished
+  assert chosen() == {"extend": Setting(3e-4, 40), "name": "select_sst_none_500_lr3e-4_ep40"}
+  stages[name(3e-4, 40)] = {"value": 63.0}
+  assert chosen()["extend"] == Setting(3e-4, 80)  # 80 epochs x 500 = the 40,000 cap
+  stages[name(3e-4, 80)] = {"value": 62.5}
+  result = chosen()
+  assert result["chosen"] == Setting(3e-4, 40) and result["converged"] is True
+  assert result["curve"] == [(10, 60.0), (20, 62.0), (40, 63.0), (80, 62.5)]
+  assert le.final_unit_name("sst", "none", 500, result["chosen"], 1) == "final_sst_none_500_lr3e-4_ep40_seed1"
+  stages[name(3e-4, 80)] = {"value": 64.0}  # still rising at the cap: chosen, convergence not shown
+  assert chosen()["chosen"] == Setting(3e-4, 80) and chosen()["converged"] is None
+  args.extend_examples = 0  # the grid alone
+  assert chosen()["chosen"] == Setting(3e-4, 20) and chosen()["converged"] is None

@@ -78,6 +78,32 @@ def test_choice_ties_and_convergence():
   assert len(calls) == 8 and result["chosen"] == selection.Setting(3e-4, 20) and result["converged"] is None
 
 
+def test_extension_runs_longer_until_the_curve_turns():
+  """The best grid point is the longest at its LR: twice the epochs run next, again while longer wins, up to
+  the cap; a longer run that ties or loses ends it, and other LRs never get longer runs."""
+  grid = selection.grid([3e-4, 1e-3], [10, 20])
+  peak = {10: 60.0, 20: 62.0, 40: 64.0, 80: 63.0, 160: 70.0}  # rises to 40 epochs, then falls at 80
+  calls = []
+
+  def score(s, seed):
+    calls.append(s)
+    return peak[s.epochs] - (5 if s.learning_rate == 1e-3 else 0)
+
+  result = selection.select(score, grid, [0], max_epochs=200)
+  assert calls[4:] == [selection.Setting(3e-4, 40), selection.Setting(3e-4, 80)]  # 160 is never run
+  assert result["chosen"] == selection.Setting(3e-4, 40) and result["converged"] is True
+  assert result["curve"] == [(10, 60.0), (20, 62.0), (40, 64.0), (80, 63.0)]
+  capped = selection.select(score, grid, [0], max_epochs=79)  # 80 epochs would pass the cap
+  assert capped["chosen"] == selection.Setting(3e-4, 40) and capped["converged"] is None
+  assert len(selection.select(score, grid, [0])["scores"]) == 4  # no cap given: the grid alone
+  scores = {s: [61.0] for s in grid}
+  assert selection.extension(scores, grid, 100) is None  # every point ties: the first (10 epochs) wins
+  scores[selection.Setting(1e-3, 20)] = [61.5]
+  assert selection.extension(scores, grid, 100) == selection.Setting(1e-3, 40)
+  assert selection.extension({**scores, selection.Setting(1e-3, 40): [61.5]}, grid + [selection.Setting(1e-3, 40)],
+                             100) is None  # the tie keeps the cheaper 20 epochs: converged
+
+
 @pytest.mark.slow
 def test_fine_tuning_selection_never_reads_dev(data_dir, bert_vocab, tmp_path):
   """Two grid points fine-tuned for real (tiny model, random weights): the chosen setting and every validation

@@ -5,7 +5,9 @@ grid (peak LR x epochs, layer-wise LR decay where it applies). ``select`` calls 
 point and seed that reads only the validation split (``splits.write_subset``'s ``validation`` root), and picks
 the best median; ties go to the earlier grid point (lower LR, then fewer epochs: the cheaper setting).
 A chosen setting counts as *converged* when the grid holds more epochs at the same LR and decay and those
-did not raise the validation score; ``epoch_curve`` is that curve.
+did not raise the validation score; ``epoch_curve`` is that curve. When the best setting is the longest run at
+its LR and decay (convergence not shown), ``extension`` names the next run: the same LR and decay with twice
+the epochs, up to a cap, until a longer run no longer wins.
 """
 
 import math
@@ -70,12 +72,35 @@ def converged(curve: typing.Sequence[typing.Tuple[float, float]], epochs: float)
   return all(score <= at for score in later)
 
 
+def extension(scores: typing.Mapping[Setting, typing.Sequence[float]], order: typing.Sequence[Setting],
+              max_epochs: float, factor: float = 2.0) -> typing.Optional[Setting]:
+  """The next setting to score when the best one is the longest run at its LR and decay: the same with
+  ``factor`` times the epochs (rounded to 0.1), or None when the best is followed by a longer run, or when the
+  longer run would exceed ``max_epochs``. ``order`` is the tie-breaking order of ``choose``;
+  extensions go after the grid there (a tie keeps the cheaper run)."""
+  best = choose(scores, order)
+  if converged(epoch_curve(scores, best), best.epochs) is not None:
+    return None
+  longer = best._replace(epochs=round(best.epochs * factor, 1))
+  if longer.epochs <= best.epochs or longer.epochs > max_epochs:
+    return None
+  return longer
+
+
 def select(score: typing.Callable[[Setting, int], float], settings: typing.Sequence[Setting],
-           seeds: typing.Sequence[int]) -> dict:
-  """Scores every setting with every seed through ``score(setting, seed)`` (a validation score) and chooses.
-  Returns ``{"chosen", "scores": {key: [per seed]}, "curve", "converged"}``."""
-  scores = {s: [float(score(s, seed)) for seed in seeds] for s in settings}
-  best = choose(scores, settings)
+           seeds: typing.Sequence[int], max_epochs: typing.Optional[float] = None) -> dict:
+  """Scores every setting with every seed through ``score(setting, seed)`` (a validation score) and chooses;
+  while the best is the longest run at its LR, scores the ``extension`` up to ``max_epochs`` (None: the grid
+  alone). Returns ``{"chosen", "scores": {key: [per seed]}, "curve", "converged", "seeds"}``."""
+  order = list(settings)
+  scores = {s: [float(score(s, seed)) for seed in seeds] for s in order}
+  while max_epochs is not None:
+    longer = extension(scores, order, max_epochs)
+    if longer is None:
+      break
+    order.append(longer)
+    scores[longer] = [float(score(longer, seed)) for seed in seeds]
+  best = choose(scores, order)
   curve = epoch_curve(scores, best)
   return {"chosen": best, "scores": {s.key(): v for s, v in scores.items()}, "curve": curve,
           "converged": converged(curve, best.epochs), "seeds": list(seeds)}
