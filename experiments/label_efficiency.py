@@ -29,7 +29,8 @@ Protocol (docs/experiments/label_efficiency.md):
 
 Every unit writes ``<work>/stages/<name>.json`` when done and is skipped when that file exists (rerun the same
 command to continue). ``--shard K/N`` deals the units of a stage round-robin between N processes on one work dir;
-``--until baselines|select|final|summary`` stops after a stage.
+``--until baselines|select|final|summary`` stops after a stage; ``--report`` runs nothing and writes the summary of
+what has finished so far.
 """
 
 import argparse
@@ -203,6 +204,9 @@ def methods(args):
 
 
 def run(args):
+  if args.report:
+    report(args)
+    return
   cells = plan(args)
   for task, size, _ in dealt(args, cells):
     unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)
@@ -242,6 +246,11 @@ def run(args):
          chosen["chosen"], seed, "dev")
   if args.until == "final" or args.shard_index != 0:
     return
+  report(args)
+
+
+def report(args):
+  """Writes the summary, its Markdown and the plot from the finished units (pending ones are listed)."""
   summary = summarize(args, plan(args), load_stages(args))
   write_json(os.path.join(args.work_dir, "summary.json"), summary)
   with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
@@ -360,6 +369,8 @@ def parse_args(argv=None):
   p.add_argument("--first-seed", type=int, default=1)
   p.add_argument("--until", choices=STAGES, default="summary")
   p.add_argument("--shard", default="0/1")
+  p.add_argument("--report", action="store_true",
+                 help="run nothing: write the summary of the units finished so far (shards may be running)")
   p.add_argument("--quick", action="store_true", help="smoke version: 300 reviews, H 32 x 1 layer, 2 seeds")
   args = p.parse_args(argv)
   args.tasks, args.neural_tasks = args.tasks.split(","), args.neural_tasks.split(",")

@@ -42,6 +42,22 @@ def test_the_library_reads_the_written_splits(data_dir, tmp_path):
     assert len(task.get_examples("train")) == 50 and len(task.get_examples("dev")) == n
 
 
+def test_rewriting_a_subset_leaves_equal_files_alone(data_dir, tmp_path):
+  """Shards sharing a work dir write the same subset before every trial: equal files keep their inode and
+  mtime (never truncated under a reader), a changed one is replaced whole, and no temporary file stays."""
+  task_dir, out = str(data_dir / "glue-style" / "rt_polarity"), tmp_path / "s"
+  splits.write_subset(task_dir, "sst", str(out), "tsv", 500, 250, seed=3)
+  files = sorted(p for p in out.rglob("*") if p.is_file())
+  before = {p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in files}
+  splits.write_subset(task_dir, "sst", str(out), "tsv", 500, 250, seed=3)
+  assert {p: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in files} == before
+  train = out / "validation" / "sst" / "train.tsv"
+  train.write_text("stale\n")
+  splits.write_subset(task_dir, "sst", str(out), "tsv", 500, 250, seed=3)
+  assert train.read_bytes() == before[train][2]
+  assert sorted(p for p in out.rglob("*") if p.is_file()) == files
+
+
 def test_units_that_occur_in_dev_stay_out_of_the_validation_split(tmp_path):
   rows = [f"sentence {i}\t{i % 2}" for i in range(20)]
   (tmp_path / "t").mkdir()

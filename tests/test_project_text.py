@@ -61,3 +61,42 @@ def test_the_scan_catches_each_pattern():
       "a numbered session", "'this session'", "closing notes", "a tracker item number", "other helpers",
       "a tracker issue number"], found
   assert found[-1].startswith("x.md:4:")
+
+
+def _slug(heading: str) -> str:
+  """GitHub's anchor for a Markdown heading: lower case, punctuation other than '-' dropped, spaces -> '-'."""
+  return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _headings(text: str) -> set:
+  found, seen = set(), {}
+  for match in re.finditer(r"^#{1,6}\s+(.*)$", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.M):
+    slug = _slug(match.group(1))
+    found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+    seen[slug] = seen.get(slug, 0) + 1
+  return found
+
+
+def test_markdown_links_resolve():
+  """Every relative link in tracked Markdown names a file that exists and, with '#anchor', a heading in it."""
+  broken = []
+  for name, text in _tracked_texts():
+    if not name.endswith(".md"):
+      continue
+    for match in re.finditer(r"\]\(([^)\s]+)\)", re.sub(r"```.*?```", "", text, flags=re.S)):
+      target = match.group(1)
+      if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+        continue  # http(s), mailto
+      file, _, anchor = target.partition("#")
+      dest = (REPO_ROOT / name).parent / file if file else REPO_ROOT / name
+      if not dest.exists():
+        broken.append(f"{name}: {target}: no such file")
+      elif anchor and dest.suffix == ".md" and anchor not in _headings(dest.read_text(encoding="utf-8")):
+        broken.append(f"{name}: {target}: no such heading")
+  assert not broken, "\n".join(broken)
+
+
+def test_the_link_check_knows_githubs_anchors():
+  assert _slug("1,000 labels, the same three models") == "1000-labels-the-same-three-models"
+  assert _slug("The main job's cell") == "the-main-jobs-cell"
+  assert _headings("# A\n```\n# not a heading\n```\n## A\n### B: c (d)\n") == {"a", "a-1", "b-c-d"}

@@ -85,14 +85,20 @@ def subset(carving: Carving, size: typing.Optional[int]) -> typing.List[int]:
 
 
 def _write(path: str, units: Units, indexes: typing.Sequence[int], fmt: str):
+  """Writes the units; a file that already holds these bytes is left alone, and a new one appears whole (a
+  temporary file renamed over it), so processes sharing a work dir never read a file half-written."""
   fileio.makedirs(os.path.dirname(path))
   parts = [units.units[i] for i in indexes]
   if fmt == "tsv":
     body = "".join(line + "\n" for line in ([units.header] if units.header else []) + parts)
   else:
     body = "".join(block + "\n\n" for block in parts)
-  with fileio.open_file(path, "w") as f:
+  if fileio.isfile(path) and fileio.read_text(path) == body:
+    return
+  tmp = f"{path}.tmp{os.getpid()}"
+  with fileio.open_file(tmp, "w") as f:
     f.write(body)
+  fileio.rename(tmp, path)
 
 
 def write_subset(task_dir: str, task_name: str, out: str, fmt: str, validation_size: int,
