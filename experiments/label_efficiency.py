@@ -157,12 +157,11 @@ def chosen_setting(args, task, method, size, size_count, stages: dict):
   """The selection's result from the finished grid and extension units, or None while a grid unit is missing.
   While the best is the longest run at its LR and a longer one is allowed, the result is ``{"extend": setting,
   "name": unit name}``: that run comes first (``selection.extension``)."""
-  scores = {}
-  for s, name in select_unit_names(args, task, method, size, size_count):
-    if name not in stages:
-      return None
-    scores[s] = [stages[name]["value"]]
   order = grid_for(args, size_count)
+  names = {s: select_unit_name(task, method, size, s) for s in order}
+  if any(name not in stages for name in names.values()):
+    return None
+  scores = {s: [stages[name]["value"]] for s, name in names.items()}
   while True:
     longer = selection.extension(scores, order, max_epochs(args, size_count))
     if longer is None:

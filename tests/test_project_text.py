@@ -68,9 +68,14 @@ def _slug(heading: str) -> str:
   return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
+def _outside_code(text: str) -> str:
+  """Markdown with its fenced code blocks removed (a '#' or '](' there is neither a heading nor a link)."""
+  return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
 def _headings(text: str) -> set:
   found, seen = set(), {}
-  for match in re.finditer(r"^#{1,6}\s+(.*)$", re.sub(r"```.*?```", "", text, flags=re.S), flags=re.M):
+  for match in re.finditer(r"^#{1,6}\s+(.*)$", _outside_code(text), flags=re.M):
     slug = _slug(match.group(1))
     found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
     seen[slug] = seen.get(slug, 0) + 1
@@ -79,11 +84,11 @@ def _headings(text: str) -> set:
 
 def test_markdown_links_resolve():
   """Every relative link in tracked Markdown names a file that exists and, with '#anchor', a heading in it."""
-  broken = []
+  broken, headings = [], {}  # headings: each linked file parsed once
   for name, text in _tracked_texts():
     if not name.endswith(".md"):
       continue
-    for match in re.finditer(r"\]\(([^)\s]+)\)", re.sub(r"```.*?```", "", text, flags=re.S)):
+    for match in re.finditer(r"\]\(([^)\s]+)\)", _outside_code(text)):
       target = match.group(1)
       if re.match(r"^[a-z][a-z0-9+.-]*:", target):
         continue  # http(s), mailto
@@ -91,8 +96,12 @@ def test_markdown_links_resolve():
       dest = (REPO_ROOT / name).parent / file if file else REPO_ROOT / name
       if not dest.exists():
         broken.append(f"{name}: {target}: no such file")
-      elif anchor and dest.suffix == ".md" and anchor not in _headings(dest.read_text(encoding="utf-8")):
-        broken.append(f"{name}: {target}: no such heading")
+        continue
+      if anchor and dest.suffix == ".md":
+        if dest not in headings:
+          headings[dest] = _headings(dest.read_text(encoding="utf-8"))
+        if anchor not in headings[dest]:
+          broken.append(f"{name}: {target}: no such heading")
   assert not broken, "\n".join(broken)
 
 
