@@ -42,13 +42,14 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run from a checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the experiments' shared modules
 
 # pylint: disable=wrong-import-position
 from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import FinetuningConfig
 from electra_tf.finetuning import baselines, get_task, selection, splits
 from electra_tf.finetuning.tagging import read_conll
-from paper_claim import log, read_json, unit, write_json  # the same resumable units and stage files
+from units import log, read_json, unit, write_json  # resumable units and their stage files
 
 STAGES = ("baselines", "select", "final", "summary")
 # our task name -> (library task, file format, metric, fine-tuning max_seq_length)
@@ -57,6 +58,20 @@ LABELS = {"electra": "ELECTRA", "mlm": "MLM only", "none": "random weights", "tf
           "lookup": "most-frequent tag", "majority": "majority class"}
 COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf": "tab:green",
           "lookup": "tab:green", "majority": "black"}
+
+
+def label(name: str) -> str:
+  """A method's or baseline's label; ``electra_s1200`` (a model named by its pre-training steps) reads
+  "ELECTRA, 1,200 steps"."""
+  if name in LABELS:
+    return LABELS[name]
+  base, _, steps = name.rpartition("_s")
+  return f"{LABELS.get(base, base)}, {int(steps):,} steps" if base and steps.isdigit() else name
+
+
+def color(name: str) -> str:
+  base, _, steps = name.rpartition("_s")
+  return COLORS.get(name) or (COLORS.get(base, "tab:purple") if steps.isdigit() else "tab:purple")
 
 
 def size_name(size) -> str:
@@ -179,11 +194,16 @@ def chosen_setting(args, task, method, size, size_count, stages: dict):
 
 # ---- stages --------------------------------------------------------------------------------------------------
 
+def sizes_for(args, task: str):
+  """The cell sizes of ``task``: ``--pos-sizes`` for POS where given, else ``--sizes``."""
+  return args.pos_sizes if task == "pos" and args.pos_sizes else args.sizes
+
+
 def plan(args):
   """(task, size, subset size) for every cell; the subset files are written here, once."""
   cells = []
   for task in args.tasks:
-    for size in args.sizes:
+    for size in sizes_for(args, task):
       cells.append((task, size, subset_dirs(args, task, size)["train"]))
   return cells
 
@@ -262,6 +282,8 @@ def summarize(args, cells, stages) -> dict:
   rows, pending = [], []
   for task, size, count in cells:
     base = stages.get(f"baseline_{task}_{size_name(size)}")
+    if base is None:
+      pending.append(f"{task} {size_name(size)}: baselines")
     row = {"task": task, "size": count, "size_name": size_name(size), "baselines": base, "methods": {}}
     for method in (methods(args) if task in args.neural_tasks else []):
       chosen = chosen_setting(args, task, method, size, count, stages)
@@ -306,7 +328,7 @@ def markdown(summary) -> str:
     names = list(dict.fromkeys(m for r in rows for m in r["methods"]))
     classical = ["majority", "tfidf"] if task == "sst" else ["lookup"]
     out.append(f"### {task}: dev {'accuracy' if task == 'sst' else 'F1 / word accuracy'} against labelled examples\n")
-    out.append("| labels | " + " | ".join(LABELS[c] for c in classical + names) + " | tests |")
+    out.append("| labels | " + " | ".join(label(c) for c in classical + names) + " | tests |")
     out.append("|---" * (len(classical) + len(names) + 2) + "|")
     for r in rows:
       b = r["baselines"] or {}
@@ -320,7 +342,7 @@ def markdown(summary) -> str:
       for m, v in r["methods"].items():
         s = selection.Setting(**v["chosen"])
         conv = {True: "converged", False: "not converged", None: "convergence not shown"}[v["converged"]]
-        out.append(f"- {task} {r['size']} {LABELS[m]}: {s.describe()} ({conv}; curve "
+        out.append(f"- {task} {r['size']} {label(m)}: {s.describe()} ({conv}; curve "
                    f"{', '.join(f'{e:g} ep {x:.1f}' for e, x in v['curve'])}); grid {v['validation']}")
     out.append("")
   if summary["pending"]:
@@ -334,13 +356,13 @@ def plot(summary, path):
     rows = [r for r in summary["rows"] if r["task"] == task]
     lines = []
     for m in dict.fromkeys(m for r in rows for m in r["methods"]):
-      lines.append((LABELS[m], [(r["size"], r["methods"][m]["median"]) for r in rows
+      lines.append((label(m), [(r["size"], r["methods"][m]["median"]) for r in rows
                                 if m in r["methods"] and "median" in r["methods"][m]]))
     for c in (("tfidf", "majority") if task == "sst" else ("lookup",)):
-      lines.append((LABELS[c], [(r["size"], r["baselines"][c]) for r in rows if r["baselines"]]))
+      lines.append((label(c), [(r["size"], r["baselines"][c]) for r in rows if r["baselines"]]))
     series.append((f"{task}: dev score against labelled examples (medians)", "%", lines,
                    {"xlabel": "labelled training examples", "logx": True,
-                    "colors": {LABELS[k]: c for k, c in COLORS.items()}}))
+                    "colors": {label(m): color(m) for r in rows for m in [*r["methods"], *COLORS]}}))
   os.makedirs(os.path.dirname(path), exist_ok=True)
   reporting.plot_panels(series, path, title="label efficiency (x: labelled training examples)")
 
@@ -355,6 +377,7 @@ def parse_args(argv=None):
   p.add_argument("--tasks", default="sst,pos", help="tasks of the baselines")
   p.add_argument("--neural-tasks", default="sst", help="tasks the neural models are fine-tuned on")
   p.add_argument("--sizes", default="250,500,1000,2000,all")
+  p.add_argument("--pos-sizes", default="", help="the POS cells' sizes (empty: --sizes)")
   p.add_argument("--validation-size", type=int, default=500)
   p.add_argument("--split-seed", type=int, default=0)
   p.add_argument("--grid-lrs", default="3e-4,1e-3")
@@ -373,7 +396,8 @@ def parse_args(argv=None):
   p.add_argument("--quick", action="store_true", help="smoke version: 300 reviews, H 32 x 1 layer, 2 seeds")
   args = p.parse_args(argv)
   args.tasks, args.neural_tasks = args.tasks.split(","), args.neural_tasks.split(",")
-  args.sizes = [None if s == "all" else int(s) for s in args.sizes.split(",")]
+  parse_sizes = lambda text: [None if s == "all" else int(s) for s in text.split(",") if s.strip()]
+  args.sizes, args.pos_sizes = parse_sizes(args.sizes), parse_sizes(args.pos_sizes)
   args.grid_lrs = [float(x) for x in args.grid_lrs.split(",")]
   args.grid_examples = [int(x) for x in args.grid_examples.split(",")]
   args.grid_decays = [float(x) for x in args.grid_decays.split(",")] if args.grid_decays else [None]

@@ -1,13 +1,16 @@
-"""The paper's claim at small scale: ELECTRA vs MLM-only vs no pre-training, same network, equal compute.
+"""The paper's claim at small scale: ELECTRA vs MLM-only vs no pre-training, same network, equal compute, each
+model fine-tuned with its own setting chosen on a validation split, beside the classical baselines, at several
+pre-training lengths.
 
     PY=".venv/bin/python"
-    nice -n 10 $PY experiments/paper_claim.py --work-dir runs/paper_claim          # the full experiment
+    for k in 0 1; do nice -n 10 $PY experiments/paper_claim.py --work-dir runs/paper_claim --shard $k/2 & done
     $PY experiments/paper_claim.py --work-dir /tmp/paper_claim_quick --quick       # smoke version (CI)
 
-Every unit of work (a pre-training run, a held-out evaluation, one fine-tuning seed) writes one JSON file
-under ``<work>/stages/`` when it finishes and is skipped when that file exists; an interrupted pre-training
-resumes from its last checkpoint. Rerunning the same command therefore continues the experiment, and
-``--until STAGE`` stops after a stage. Stages:
+Every unit of work (a pre-training run, a held-out evaluation, one fine-tuning trial) writes one JSON file under
+``<work>/stages/`` (fine-tuning: ``<work>/finetune/stages/``) when it finishes and is skipped when that file
+exists; an interrupted pre-training resumes from its last checkpoint. Rerunning the same command therefore
+continues the experiment (a longer ``--steps`` list adds runs and reuses the finished ones), and ``--until STAGE``
+stops after a stage. Stages:
 
   1. data      the sample setup (``sample_data.ensure_sample_setup``: IMDB corpus, 8k WordPiece vocab,
                TFRecords with a 2% held-out split, Rotten Tomatoes polarity as ``sst``), plus POS tagging:
@@ -18,34 +21,34 @@ resumes from its last checkpoint. Rerunning the same command therefore continues
   2. sweep     per method, the same rule: peak LR in ``--sweep-lrs`` at a short length (ELECTRA
                ``--sweep-steps``, MLM the FLOP-equal count), warmup and bias correction from the tiny
                preset's short-run recipe; each point fine-tuned once on sst (seed ``--sweep-seed``, not one
-               of the main seeds); the best sst dev accuracy picks the method's LR (ties: the lower LR).
-  3. pretrain  ELECTRA for ``--steps``, MLM for the steps of equal training FLOPs (the reference's
-               flops_computation.py count: primary), each at its chosen LR; final held-out evaluation
-               (``--final-eval-batches``). The train-loop seconds of both (from the trainer's sequences/s log)
-               give the wall-clock-equal MLM step count; ``--wallclock-mlm`` also trains that MLM run.
-  4. finetune  sst and POS, seeds ``--first-seed`` .. + ``--seeds``, from each pre-trained model and from random
-               weights (``none``), identical fine-tuning hparams per task for every method.
-  5. summary   medians, ranges, exact two-sided Mann-Whitney U per task and pair; summary.json, summary.md
-               and plots/paper_claim.png under ``<work>``.
+               of the main seeds, ``--sweep-ft-epochs`` at the preset's LR) and scored on the validation split
+               carved from sst's training data, never on dev; the best picks the method's LR (ties: the lower LR).
+  3. pretrain  for every length in ``--steps``: ELECTRA for that many steps and MLM for the steps of equal
+               training FLOPs (the reference's flops_computation.py count), each at its chosen LR; final held-out
+               evaluation (``--final-eval-batches``). The train-loop seconds of both (from the trainer's
+               sequences/s log) give the wall-clock-equal MLM step count, reported beside the FLOP-equal one.
+  4. finetune  ``experiments/label_efficiency.py``'s protocol on every pre-trained model (named
+               ``electra_s<steps>``, ``mlm_s<steps>``) and on random weights (``none``, shared by all lengths):
+               baselines (majority, TF-IDF + LR, most-frequent tag) on the same subsets; per model, task and
+               size its own setting from the grid (``--grid-lrs`` x ``--grid-examples``, extended while the
+               longest run wins, up to ``--extend-examples``), chosen on the validation split; then seeds
+               ``--first-seed`` .. + ``--seeds`` scored on dev once each. Sizes: ``--sst-sizes``, ``--pos-sizes``.
+  5. summary   per task, size and length: medians, ranges, exact two-sided Mann-Whitney U of every pair, the
+               classical baselines and the targets; summary.json, summary.md and plots/paper_claim.png under
+               ``<work>`` (and label_efficiency's own summary under ``<work>/finetune``).
 
 ``--shard K/N`` splits the units between N processes started on the same ``--work-dir`` (round-robin per stage;
 each waits for the units it does not own, shard 0 writes the summary), one thread pool per process: on a
-2-core machine two shards finish the tiny model's work sooner than one process using both cores. Concurrent
-shards share the machine, so their wall-clock figures are those of a loaded machine, for both methods alike.
-
-``--reinit-embeddings`` reruns stages 4-5 with the pre-trained models' embedding layer left fresh (the main
-job's fine-tuning; the same pre-trained models, random-weights trials shared), written as ``summary_reinit.*``.
+2-core machine two shards finish the tiny model's work sooner than one process using both cores.
 
 The model is the tiny preset (``presets.sample_pretraining_hparams``), recipe included, read at run time, so the
 experiment follows the preset; ``--temperature`` overrides ELECTRA's sampling temperature.
 """
 
 import argparse
-import json
 import logging
 import os
 import random
-import shutil
 import statistics
 import sys
 import time
@@ -53,33 +56,27 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # run from a checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the experiments' shared modules
 
 # pylint: disable=wrong-import-position
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import presets, reporting, sample_data
-from electra_tf.configs import FinetuningConfig, PretrainingConfig
-from electra_tf.finetuning import run_finetuning
-from electra_tf.finetuning import tagging
+import label_efficiency as le
+from electra_tf import presets, reporting, sample_data, seed_comparison
+from electra_tf.configs import PretrainingConfig
+from electra_tf.finetuning import selection, tagging
 from electra_tf.pretrain_data import dataset as pretrain_dataset
 from electra_tf.pretrain_data import inputs as pretrain_inputs
 from electra_tf.pretraining import evaluation, trainer
+from units import log, read_json, unit, write_json
 
 PRETRAINED = ("electra", "mlm")
-# Downstream tasks: our name -> (the library's task, the metric reported, fine-tuning max_seq_length)
-TASKS = {"sst": ("sst", "accuracy", 64), "pos": ("chunk", "f1", 128)}
-LABELS = {"electra": "ELECTRA", "mlm": "MLM only (FLOP-equal)", "mlm_wall": "MLM only (wall-clock-equal)",
-          "none": "no pre-training"}
-COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "mlm_wall": "tab:red", "none": "tab:gray"}
+TASKS = ("sst", "pos")  # label_efficiency.TASKS: sst accuracy, POS span F1 (per-word accuracy)
 # "Left the unigram stage": held-out masked-LM accuracy at least this multiple of the unigram baseline.
 LEFT_UNIGRAM = 2.0
 HELDOUT_KEYS = ("masked_lm_accuracy", "masked_lm_loss", "disc_auc", "disc_auc_real", "disc_recall",
                 "disc_precision", "disc_accuracy", "disc_loss")
-
-
-def log(msg: str):
-  print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 # ---- FLOPs as google-research/electra's flops_computation.py counts them ------------------------------------
@@ -130,23 +127,6 @@ def flops_per_step(cfg: PretrainingConfig) -> float:
 
 # ---- small helpers -----------------------------------------------------------------------------------------
 
-def read_json(path, default=None):
-  try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return default
-
-
-def write_json(path, obj):
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  tmp = f"{path}.tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write("\n")
-  os.replace(tmp, path)
-
-
 def owns(args, index: int) -> bool:
   """Whether this process (``--shard K/N``) runs the ``index``-th unit of a stage: units are dealt round-robin."""
   return index % args.num_shards == args.shard
@@ -160,35 +140,6 @@ def run_dealt(args, units) -> dict:
       if owns(args, i) == owned_pass:
         results[name] = unit(args, name, work, *work_args, owner=owned_pass)
   return results
-
-
-def unit(args, name: str, work, *work_args, owner: bool = True):
-  """Runs ``work(*work_args)`` once: its result is kept in ``<work>/stages/<name>.json`` and reused afterwards.
-  A unit another shard owns is waited for (its file polled) instead."""
-  path = os.path.join(args.work_dir, "stages", f"{name}.json")
-  done = read_json(path)
-  if done is not None:
-    log(f"skip (done): {name}")
-    return done
-  if not owner:
-    log(f"wait (another shard runs it): {name}")
-    while (done := read_json(path)) is None:
-      time.sleep(10)
-    return done
-  log(f"run: {name}")
-  start = time.time()
-  result = work(*work_args)
-  result["unit_seconds"] = round(time.time() - start, 1)
-  write_json(path, result)
-  tf.keras.backend.clear_session()  # many models are built in this one process
-  return result
-
-
-def describe(values) -> dict:
-  values = [float(v) for v in values]
-  return {"n": len(values), "values": values, "median": statistics.median(values), "min": min(values),
-          "max": max(values), "mean": statistics.fmean(values),
-          "std": statistics.stdev(values) if len(values) > 1 else 0.0}
 
 
 def loop_seconds(rates, batch_size: int) -> float:
@@ -332,33 +283,59 @@ def equal_flop_steps(args, vocab_size, electra_steps: int) -> int:
   return max(1, int(round(electra_steps * per_step["electra"] / per_step["mlm"])))
 
 
-# ---- fine-tuning -------------------------------------------------------------------------------------------
+# ---- fine-tuning: label_efficiency's protocol ---------------------------------------------------------------
 
-def finetune_hparams(args, vocab_size: int, task: str) -> dict:
-  """The tiny preset's sample fine-tuning (LR 3e-4, layer-wise decay 0.8, batch 32), same for every method."""
-  lib_task, _, max_len = TASKS[task]
-  hp = presets.sample_finetuning_hparams(vocab_size)
-  hp.update(task_names=[lib_task], max_seq_length=min(max_len, args.ft_max_seq_length or max_len),
-            num_train_epochs=args.ft_epochs, keep_all_models=False)
-  hp.update(args.model_overrides_ft)
-  return hp
+def model_name(method: str, steps: int) -> str:
+  """A pre-trained model's name in the fine-tuning stage files: ``electra_s1200``, ``mlm_s1997``."""
+  return f"{method}_s{steps}"
 
 
-def finetune(args, vocab_size, task, method, init_checkpoint, seed, name, reinit_embeddings=False) -> dict:
-  lib_task, metric, _ = TASKS[task]
-  hp = {**finetune_hparams(args, vocab_size, task), "reinit_embeddings": reinit_embeddings}
-  cfg = FinetuningConfig.create(name, args.data_dir, **hp, init_checkpoint=init_checkpoint, seed=seed,
-                                num_trials=1)
-  start = time.time()
-  results = run_finetuning(cfg, progress=False)[-1]
-  seconds = time.time() - start
-  shutil.rmtree(cfg.model_dir, ignore_errors=True)  # results are kept in the stage file
-  return {"task": task, "method": method, "seed": seed, "metric": metric,
-          "value": float(results[lib_task][metric]), "all": {k: float(v) for k, v in results[lib_task].items()},
-          "seconds": round(seconds, 1), "init_checkpoint": init_checkpoint, "reinit_embeddings": reinit_embeddings}
+def finetuning_args(args, pretrained: dict, work_dir: str = ""):
+  """label_efficiency's arguments for ``pretrained`` ({name: model dir}): its grid, sizes, seeds and shard."""
+  la = le.parse_args(["--data-dir", args.data_dir, "--work-dir", work_dir or os.path.join(args.work_dir, "finetune"),
+                      "--pos-dir", os.path.join(args.data_dir, "finetuning_data", "chunk"),
+                      "--tasks", ",".join(args.tasks), "--neural-tasks", ",".join(args.tasks),
+                      "--sizes", args.sst_sizes, "--pos-sizes", args.pos_sizes,
+                      "--validation-size", str(args.validation_size), "--split-seed", str(args.split_seed),
+                      "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
+                      "--extend-examples", str(args.extend_examples), "--selection-seed", str(args.sweep_seed),
+                      "--seeds", str(args.seeds), "--first-seed", str(args.first_seed),
+                      "--shard", f"{args.shard}/{args.num_shards}", "--until", "final"]
+                     + [f"--pretrained={name}={path}" for name, path in pretrained.items()])
+  la.model_overrides_ft = dict(args.model_overrides_ft)
+  return la
 
 
-# ---- stages 2-4 --------------------------------------------------------------------------------------------
+def sweep_setting(args) -> selection.Setting:
+  return selection.Setting(presets.TINY_FINETUNING_LR, args.sweep_ft_epochs)
+
+
+def sweep_finetune(args, name: str, model_dir: str) -> dict:
+  """One fine-tune of a sweep point on all of sst's training data but the validation split, scored on it."""
+  la = finetuning_args(args, {name: model_dir}, os.path.join(args.work_dir, "sweep_finetune"))
+  return le.trial(la, "sst", name, None, sweep_setting(args), args.sweep_seed, "validation")
+
+
+def stage_finetune(args, lengths) -> tuple:
+  """Runs label_efficiency's units dealt to this shard, again whenever another shard finished units (extensions
+  and final seeds wait for their selection), until none is pending; its arguments and summary."""
+  la = finetuning_args(args, {model_name(m, run["steps"]): run["model_dir"]
+                              for length in lengths for m, run in length["runs"].items()})
+  stages = os.path.join(la.work_dir, "stages")
+  count = lambda: len(os.listdir(stages)) if os.path.isdir(stages) else 0
+  seen = -1
+  while True:
+    if count() != seen:
+      le.run(la)
+      seen = count()
+      summary = le.summarize(la, le.plan(la), le.load_stages(la))
+      if not summary["pending"]:
+        return la, summary
+      log(f"fine-tuning: waiting for {len(summary['pending'])} unit group(s) another shard runs")
+    time.sleep(10)
+
+
+# ---- stages 2-3 --------------------------------------------------------------------------------------------
 
 def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
   """E.g. ``pt_electra_lr3e-4_s3000`` (``_temp2`` with --temperature): a finished unit is reused only for the
@@ -369,7 +346,7 @@ def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
 
 
 def stage_sweep(args, vocab_size) -> dict:
-  """The same LR rule for both methods: best sst dev accuracy of one fine-tune after a short run."""
+  """The same LR rule for both methods: the best sst validation accuracy of one fine-tune after a short run."""
   steps = {"electra": args.sweep_steps, "mlm": equal_flop_steps(args, vocab_size, args.sweep_steps)}
   chosen, points = {}, []
   for method in PRETRAINED:
@@ -382,16 +359,17 @@ def stage_sweep(args, vocab_size) -> dict:
       name = run_name(args, "sweep", method, lr, steps[method])
       mine = owns(args, i + (len(args.sweep_lrs) if method == "mlm" else 0))
       pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name, owner=mine)
-      ft = unit(args, f"finetune_sst_{name}_seed{args.sweep_seed}", finetune, args, vocab_size, "sst", method,
-                pre["model_dir"], args.sweep_seed, f"ft_{name}", owner=mine)
-      rows.append({"method": method, "learning_rate": lr, "steps": steps[method], "sst_accuracy": ft["value"],
-                   "heldout": pre["heldout"], "loop_seconds": pre["loop_seconds"],
-                   "total_flops": pre["total_flops"]})
-    best = max(rows, key=lambda r: (r["sst_accuracy"], -r["learning_rate"]))
+      ft = unit(args, f"validation_sst_{name}_{sweep_setting(args).key()}_seed{args.sweep_seed}", sweep_finetune,
+                args, name, pre["model_dir"], owner=mine)
+      rows.append({"method": method, "learning_rate": lr, "steps": steps[method],
+                   "sst_validation_accuracy": ft["value"], "heldout": pre["heldout"],
+                   "loop_seconds": pre["loop_seconds"], "total_flops": pre["total_flops"]})
+    best = max(rows, key=lambda r: (r["sst_validation_accuracy"], -r["learning_rate"]))
     chosen[method] = {"learning_rate": best["learning_rate"],
-                      "rule": f"best sst dev accuracy (seed {args.sweep_seed}) after {steps[method]} steps"}
+                      "rule": f"best sst validation accuracy (seed {args.sweep_seed}, "
+                              f"{sweep_setting(args).describe()}) after {steps[method]} steps"}
     points += rows
-  return {"steps": steps, "points": points, "chosen": chosen}
+  return {"steps": steps, "points": points, "chosen": chosen, "finetuning": sweep_setting(args)._asdict()}
 
 
 PRIMARY_REASON = ("the reference's FLOP count is the paper's own convention and does not depend on the machine, "
@@ -399,177 +377,172 @@ PRIMARY_REASON = ("the reference's FLOP count is the paper's own convention and 
                   "shared CPU varies with other jobs, so it is reported beside it")
 
 
-def stage_pretrain(args, vocab_size, chosen) -> dict:
-  steps = {"electra": args.steps, "mlm": equal_flop_steps(args, vocab_size, args.steps)}
-  names = {m: run_name(args, "pt", m, chosen[m]["learning_rate"], steps[m]) for m in PRETRAINED}
-  done = run_dealt(args, [(f"pretrain_{names[m]}", pretrain,
-                           (args, vocab_size, m, steps[m], chosen[m]["learning_rate"], names[m])) for m in PRETRAINED])
-  runs = {m: done[f"pretrain_{names[m]}"] for m in PRETRAINED}  # one order in every shard: it orders stage 4
-  e, m = runs["electra"], runs["mlm"]
-  # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
-  wall_steps = max(1, int(round(args.steps * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))
-  compute = {"primary": "flops", "why_primary": PRIMARY_REASON, "flops_equal_mlm_steps": steps["mlm"],
-             "wallclock_equal_mlm_steps": wall_steps, "wallclock_over_flops_steps": wall_steps / steps["mlm"],
-             "flops_ratio_electra_over_mlm_per_step": e["flops_per_step"] / m["flops_per_step"],
-             "time_ratio_electra_over_mlm_per_step": m["steady_seq_per_sec"] / e["steady_seq_per_sec"]}
-  if args.wallclock_mlm:
-    lr = chosen["mlm"]["learning_rate"]
-    name = run_name(args, "pt", "mlm", lr, wall_steps)
-    runs["mlm_wall"] = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, "mlm", wall_steps, lr, name,
-                            owner=owns(args, 0))
-  return {"runs": runs, "compute": compute}
-
-
-def stage_finetune(args, vocab_size, runs) -> dict:
-  methods = list(runs) + ["none"]
-  todo = []
-  for seed in range(args.first_seed, args.first_seed + args.seeds):  # seeds outer: partial results balanced
-    for task in args.tasks:
-      for method in methods:
-        init = runs[method]["model_dir"] if method in runs else "none"
-        source = runs[method]["name"] if method in runs else "none"
-        reinit = args.reinit_embeddings and method in runs  # random weights are the same either way
-        todo.append((task, method, f"finetune_{task}_{source}_seed{seed}{'_reinit' if reinit else ''}",
-                     (args, vocab_size, task, method, init, seed, f"ft_{task}_{method}_seed{seed}", reinit)))
-  results = run_dealt(args, [(name, finetune, work_args) for _, _, name, work_args in todo])
-  trials = {task: {m: [] for m in methods} for task in args.tasks}
-  for task, method, name, _ in todo:
-    trials[task][method].append(results[name])
-  return trials
+def stage_pretrain(args, vocab_size, chosen) -> list:
+  """Both methods at every length of ``--steps``; per length its runs and how the equal-compute counts compare."""
+  plan = []
+  for steps in args.steps:
+    per = {"electra": steps, "mlm": equal_flop_steps(args, vocab_size, steps)}
+    plan.append({m: (per[m], run_name(args, "pt", m, chosen[m]["learning_rate"], per[m])) for m in PRETRAINED})
+  # ELECTRA and MLM alternate, so with two shards each takes one method: equal FLOPs, equal shares of the work
+  done = run_dealt(args, [(f"pretrain_{name}", pretrain, (args, vocab_size, m, n, chosen[m]["learning_rate"], name))
+                          for p in plan for m, (n, name) in p.items()])
+  lengths = []
+  for p in plan:
+    runs = {m: done[f"pretrain_{name}"] for m, (_, name) in p.items()}
+    e, m = runs["electra"], runs["mlm"]
+    # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
+    wall_steps = max(1, int(round(e["steps"] * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))
+    lengths.append({"steps": e["steps"], "runs": runs, "compute": {
+        "primary": "flops", "why_primary": PRIMARY_REASON, "flops_equal_mlm_steps": m["steps"],
+        "wallclock_equal_mlm_steps": wall_steps, "wallclock_over_flops_steps": wall_steps / m["steps"],
+        "flops_ratio_electra_over_mlm_per_step": e["flops_per_step"] / m["flops_per_step"],
+        "time_ratio_electra_over_mlm_per_step": m["steady_seq_per_sec"] / e["steady_seq_per_sec"]}})
+  return lengths
 
 
 # ---- stage 5: summary --------------------------------------------------------------------------------------
 
-def compare(trials) -> dict:
-  """Exact two-sided Mann-Whitney U of every pair of methods on one task (U of the first method)."""
-  from electra_tf import seed_comparison  # pylint: disable=import-outside-toplevel
-  out = {}
-  methods = list(trials)
-  for i, a in enumerate(methods):
-    for b in methods[i + 1:]:
-      x, y = [t["value"] for t in trials[a]], [t["value"] for t in trials[b]]
+def _scores(method: dict) -> dict:
+  keep = ("median", "min", "max", "dev", "chosen", "converged", "curve")
+  return {k: method[k] for k in keep if k in method}
+
+
+def compare(scores: dict) -> dict:
+  """Exact two-sided Mann-Whitney U of every pair of methods in ``scores`` ({method: dev values})."""
+  out, names = {}, list(scores)
+  for i, a in enumerate(names):
+    for b in names[i + 1:]:
+      x, y = scores[a], scores[b]
       out[f"{a}_vs_{b}"] = {**seed_comparison.mann_whitney(x, y),
                             "median_difference": statistics.median(x) - statistics.median(y)}
   return out
 
 
-def summarize(args, data, sweep, pre, trials) -> dict:
-  finetuning = {task: {m: {**describe([t["value"] for t in ts]), "metric": TASKS[task][1],
-                           "seeds": [t["seed"] for t in ts],
-                           "seconds_per_trial": statistics.fmean(t["seconds"] for t in ts)}
-                       for m, ts in by_method.items()}
-                for task, by_method in trials.items()}
-  tests = {task: compare(by_method) for task, by_method in trials.items()}
+def summarize(args, data, sweep, lengths, finetuning) -> dict:
+  """One cell per task, size and pre-training length: the three models' dev scores (random weights are the same
+  at every length), the classical baselines of that size, every pair's test; and the targets."""
+  cells = []
+  for row in finetuning["rows"]:
+    for length in lengths:
+      names = {m: model_name(m, run["steps"]) for m, run in length["runs"].items()}
+      methods = {m: _scores(row["methods"][name]) for m, name in {**names, "none": "none"}.items()}
+      cells.append({"task": row["task"], "size": row["size"], "size_name": row["size_name"],
+                    "steps": {m: run["steps"] for m, run in length["runs"].items()},
+                    "flops": length["runs"]["electra"]["total_flops"], "baselines": row["baselines"],
+                    "methods": methods, "tests": compare({m: v["dev"] for m, v in methods.items()})})
   target = {}
-  for task, f in finetuning.items():
-    med = {m: f[m]["median"] for m in f}
-    target[task] = {"order_by_median": sorted(med, key=med.get, reverse=True),
-                    "electra_gt_mlm_gt_none": med["electra"] > med["mlm"] > med["none"],
-                    "significant_at_0.05": {k: v["p"] < 0.05 for k, v in tests[task].items()}}
+  for task in args.tasks:
+    mine = [c for c in cells if c["task"] == task]
+    longest = [c for c in mine if c["flops"] == max(x["flops"] for x in mine)]
+    med = lambda c, m: c["methods"][m]["median"]
+    target[task] = {"electra_gt_mlm_gt_none_at_longest": {c["size_name"]: med(c, "electra") > med(c, "mlm") >
+                                                           med(c, "none") for c in longest}}
+    if task == "sst":
+      target[task]["electra_above_tfidf"] = {f"{c['size_name']}@{c['steps']['electra']}":
+                                             med(c, "electra") > c["baselines"]["tfidf"] for c in mine}
+    else:
+      target[task]["every_tagger_seed_above_lookup"] = {
+          f"{c['size_name']}@{c['steps']['electra']}": all(v > c["baselines"]["lookup"] for m in c["methods"].values()
+                                                          for v in m["dev"]) for c in mine}
   baseline = data["heldout_unigram_baseline"]["accuracy"]
-  return {"data": data, "sweep": sweep, "pretraining": pre["runs"], "compute": pre["compute"],
-          "unigram_stage": {m: {"heldout_masked_lm_accuracy": r["heldout"].get("masked_lm_accuracy"),
-                                "unigram_baseline": baseline,
-                                "ratio": r["heldout"].get("masked_lm_accuracy", 0.0) / baseline,
-                                "left": r["heldout"].get("masked_lm_accuracy", 0.0) >= LEFT_UNIGRAM * baseline}
-                            for m, r in pre["runs"].items()},
-          "finetuning": finetuning, "mann_whitney": tests, "target": target,
-          "finetune_hparams": {task: finetune_hparams(args, data["vocab_size"], task) for task in args.tasks},
+  return {"data": data, "sweep": sweep, "lengths": lengths, "cells": cells, "target": target,
+          "unigram_stage": {model_name(m, r["steps"]): {
+              "heldout_masked_lm_accuracy": r["heldout"].get("masked_lm_accuracy"), "unigram_baseline": baseline,
+              "ratio": r["heldout"].get("masked_lm_accuracy", 0.0) / baseline,
+              "left": r["heldout"].get("masked_lm_accuracy", 0.0) >= LEFT_UNIGRAM * baseline}
+              for length in lengths for m, r in length["runs"].items()},
           "args": {k: v for k, v in vars(args).items() if k not in ("sample_kwargs",)}}
 
 
 def plot(summary, path):
-  import matplotlib  # pylint: disable=import-outside-toplevel
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-  tasks = list(summary["finetuning"])
-  fig, axes = plt.subplots(1, len(tasks) + 2, figsize=(4.2 * (len(tasks) + 2), 3.8))
-  for ax, task in zip(axes, tasks):
-    f = summary["finetuning"][task]
-    methods = list(f)
-    data = [f[m]["values"] for m in methods]
-    ax.boxplot(data, widths=0.5, showfliers=False)
-    for i, (m, vals) in enumerate(zip(methods, data), start=1):
-      ax.scatter([i + (j - (len(vals) - 1) / 2) * 0.05 for j in range(len(vals))], vals, color=COLORS[m],
-                 s=16, zorder=3)
-    ax.set_xticks(range(1, len(methods) + 1), [LABELS[m].split(" (")[0] + ("\n(wall)" if m == "mlm_wall" else "")
-                                               for m in methods], fontsize=8)
-    ax.set_ylabel(f"dev {f[methods[0]]['metric']}")
-    ax.set_title(f"{task}: {f[methods[0]]['n']} seeds per method", fontsize=9)
-    ax.grid(alpha=0.3, axis="y")
-  ax_mlm, ax_disc = axes[len(tasks)], axes[len(tasks) + 1]
-  for m, run in summary["pretraining"].items():
-    hist = [h for h in run["heldout_history"] if "masked_lm_accuracy" in h]
-    ax_mlm.plot([h["step"] * run["flops_per_step"] for h in hist], [h["masked_lm_accuracy"] for h in hist], "o-",
-                color=COLORS[m], ms=3, label=f"{LABELS[m]}{' (its generator)' if m == 'electra' else ''}")
-    if m == "electra":
-      auc = [h for h in run["heldout_history"] if "disc_auc_real" in h]
-      ax_disc.plot([h["step"] for h in auc], [h["disc_auc_real"] for h in auc], "o-", color=COLORS[m], ms=3,
-                   label="disc_auc_real")
-      ax_disc.plot([h["step"] for h in auc], [h.get("disc_recall", float("nan")) for h in auc], "s:",
-                   color=COLORS[m], ms=3, label="disc_recall")
-  ax_mlm.axhline(summary["data"]["heldout_unigram_baseline"]["accuracy"], color="k", ls="--", lw=1,
-                 label="unigram baseline")
-  ax_mlm.set_xlabel("pre-training FLOPs (reference count)")
-  ax_mlm.set_ylabel("held-out masked-LM accuracy")
-  ax_mlm.legend(fontsize=7)
-  ax_mlm.grid(alpha=0.3)
-  ax_disc.set_xlabel("ELECTRA step")
-  ax_disc.set_title("ELECTRA discriminator, held-out", fontsize=9)
-  ax_disc.legend(fontsize=7)
-  ax_disc.grid(alpha=0.3)
-  fig.tight_layout()
-  tmp = path + ".tmp.png"
-  fig.savefig(tmp, dpi=100)
-  plt.close(fig)
-  os.replace(tmp, path)
+  """Per task and size, the dev score against pre-training FLOPs (ELECTRA and MLM medians; random weights and the
+  classical baseline as flat lines); and every run's held-out masked-LM accuracy against its FLOPs."""
+  panels = []
+  for task, size in dict.fromkeys((c["task"], c["size"]) for c in summary["cells"]):
+    cells = sorted((c for c in summary["cells"] if (c["task"], c["size"]) == (task, size)), key=lambda c: c["flops"])
+    xs = [c["flops"] for c in cells]
+    classical = "tfidf" if task == "sst" else "lookup"
+    series = [(le.label(m), [(x, c["methods"][m]["median"]) for x, c in zip(xs, cells)])
+              for m in ("electra", "mlm", "none")]
+    series.append((le.label(classical), [(x, cells[0]["baselines"][classical]) for x in xs]))
+    panels.append((f"{task}, {size:,} labelled: dev (medians)", "%", series,
+                   {"xlabel": "pre-training FLOPs (reference count)", "logx": True,
+                    "colors": {le.label(k): le.color(k) for k in ("electra", "mlm", "none", classical)}}))
+  held = []
+  for length in summary["lengths"]:
+    for m, run in length["runs"].items():
+      hist = [h for h in run["heldout_history"] if "masked_lm_accuracy" in h]
+      held.append((f"{le.label(m)} {run['steps']:,}", [(max(1, h["step"]) * run["flops_per_step"],
+                                                         h["masked_lm_accuracy"]) for h in hist]))
+  panels.append(("held-out masked-LM accuracy (ELECTRA: its generator)", "accuracy", held,
+                 {"xlabel": "pre-training FLOPs", "logx": True,
+                  "hline": (summary["data"]["heldout_unigram_baseline"]["accuracy"], "unigram baseline")}))
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  reporting.plot_panels(panels, path, title="ELECTRA vs MLM-only vs random weights at equal pre-training FLOPs")
+
+
+def _median_range(m: dict) -> str:
+  return f"{m['median']:.1f} ({m['min']:.1f}-{m['max']:.1f})"
 
 
 def markdown(summary) -> str:
   base = summary["data"]["heldout_unigram_baseline"]
-  lines = ["LR sweep (one sst fine-tune per point):", "",
-           "| method | peak LR | steps | held-out MLM acc. | disc_auc_real | sst dev |", "|---|---|---|---|---|---|"]
+  lines = [f"LR sweep (one sst fine-tune per point, {selection.Setting(**summary['sweep']['finetuning']).describe()}"
+           ", scored on the validation split):", "",
+           "| method | peak LR | steps | held-out MLM acc. | disc_auc_real | sst validation |", "|---|---|---|---|---|---|"]
   for p in summary["sweep"]["points"]:
     auc = p["heldout"].get("disc_auc_real")
     lines.append(f"| {p['method']} | {p['learning_rate']:g} | {p['steps']} | "
                  f"{p['heldout'].get('masked_lm_accuracy', float('nan')):.3f} | "
-                 f"{'-' if auc is None else f'{auc:.3f}'} | {p['sst_accuracy']:.2f} |")
+                 f"{'-' if auc is None else f'{auc:.3f}'} | {p['sst_validation_accuracy']:.1f} |")
   lines += ["", "chosen: " + ", ".join(f"{m} {c['learning_rate']:g} ({c['rule']})"
                                        for m, c in summary["sweep"]["chosen"].items()), ""]
   lines += ["| pre-training | peak LR | steps | FLOPs (reference count) | train-loop s | seq/s | held-out MLM acc. "
             f"(unigram baseline {base['accuracy']:.3f}, '{base['token']}') | disc_auc_real | disc_recall |",
             "|---|---|---|---|---|---|---|---|---|"]
-  for m, r in summary["pretraining"].items():
-    h = r["heldout"]
-    fmt = lambda k: f"{h[k]:.3f}" if k in h else "-"  # pylint: disable=cell-var-from-loop
-    lines.append(f"| {LABELS[m]} | {r['learning_rate']:g} | {r['steps']} | {r['total_flops']:.3e} | "
-                 f"{r['loop_seconds']:.0f} | {r['steady_seq_per_sec']:.1f} | {fmt('masked_lm_accuracy')} | "
-                 f"{fmt('disc_auc_real')} | {fmt('disc_recall')} |")
-  c = summary["compute"]
-  lines += ["", "left the unigram stage (held-out MLM accuracy >= "
-            f"{LEFT_UNIGRAM:g}x the baseline): " + ", ".join(f"{m} {'yes' if u['left'] else 'no'} ({u['ratio']:.1f}x)"
-                                                           for m, u in summary["unigram_stage"].items())]
-  lines += ["", f"equal compute: FLOPs (primary) gives MLM {c['flops_equal_mlm_steps']} steps; measured wall-clock "
-            f"would give {c['wallclock_equal_mlm_steps']} ({100 * (c['wallclock_over_flops_steps'] - 1):+.0f}%); "
-            f"per step ELECTRA/MLM = {c['flops_ratio_electra_over_mlm_per_step']:.2f}x FLOPs, "
-            f"{c['time_ratio_electra_over_mlm_per_step']:.2f}x time", ""]
-  lines += [("fine-tuning of the pre-trained models: encoder layers only, a fresh embedding layer (reinit_embeddings)"
-             if summary["args"].get("reinit_embeddings") else "fine-tuning: every weight loaded (the reference)"), ""]
-  lines += ["| task | method | n | median | range | std | per seed |", "|---|---|---|---|---|---|---|"]
-  for task, f in summary["finetuning"].items():
-    for m, s in f.items():
-      per = ", ".join(f"{seed}: {v:.1f}" for seed, v in zip(s["seeds"], s["values"]))
-      lines.append(f"| {task} ({s['metric']}) | {LABELS[m]} | {s['n']} | {s['median']:.2f} | "
-                   f"{s['min']:.2f}-{s['max']:.2f} | {s['std']:.2f} | {per} |")
-  lines += ["", "| task | pair | U | p (exact, two-sided) | median difference |", "|---|---|---|---|---|"]
-  for task, pairs in summary["mann_whitney"].items():
-    for pair, t in pairs.items():
-      lines.append(f"| {task} | {pair.replace('_vs_', ' vs ')} | {t['U']:g}/{t['n_pairs']} | {t['p']:.4f} | "
-                   f"{t['median_difference']:+.2f} |")
+  for length in summary["lengths"]:
+    for m, r in length["runs"].items():
+      h = r["heldout"]
+      fmt = lambda k: f"{h[k]:.3f}" if k in h else "-"  # pylint: disable=cell-var-from-loop
+      u = summary["unigram_stage"][model_name(m, r["steps"])]
+      lines.append(f"| {le.label(m)} | {r['learning_rate']:g} | {r['steps']} | {r['total_flops']:.3e} | "
+                   f"{r['loop_seconds']:.0f} | {r['steady_seq_per_sec']:.1f} | {fmt('masked_lm_accuracy')} "
+                   f"({u['ratio']:.1f}x) | {fmt('disc_auc_real')} | {fmt('disc_recall')} |")
+  lines.append("")
+  for length in summary["lengths"]:
+    c = length["compute"]
+    lines.append(f"- ELECTRA {length['steps']} steps: MLM {c['flops_equal_mlm_steps']} steps by FLOPs (primary), "
+                 f"{c['wallclock_equal_mlm_steps']} by measured wall-clock "
+                 f"({100 * (c['wallclock_over_flops_steps'] - 1):+.0f}%)")
+  for task, size in dict.fromkeys((c["task"], c["size"]) for c in summary["cells"]):
+    cells = [c for c in summary["cells"] if (c["task"], c["size"]) == (task, size)]
+    b = cells[0]["baselines"]
+    classical = (f"majority {b['majority']:.1f}, TF-IDF + LR {b['tfidf']:.1f} (C {b['tfidf_C']:g})" if task == "sst"
+                 else f"most-frequent tag {b['lookup']:.1f}")
+    lines += ["", f"{task}, {size:,} labelled examples, dev {'accuracy' if task == 'sst' else 'F1 (per-word accuracy)'}"
+              f" (median (range) of {len(cells[0]['methods']['none']['dev'])} seeds; {classical}):", "",
+              "| ELECTRA / MLM steps | FLOPs | ELECTRA | MLM only | random weights | E vs M p | E vs R p | M vs R p |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c in sorted(cells, key=lambda c: c["flops"]):
+      t = c["tests"]
+      lines.append(f"| {c['steps']['electra']} / {c['steps']['mlm']} | {c['flops']:.2e} | "
+                   + " | ".join(_median_range(c["methods"][m]) for m in ("electra", "mlm", "none"))
+                   + f" | {t['electra_vs_mlm']['p']:.3f} | {t['electra_vs_none']['p']:.3f} | "
+                     f"{t['mlm_vs_none']['p']:.3f} |")
+    lines.append("")
+    for c in sorted(cells, key=lambda c: c["flops"]):
+      for m in ("electra", "mlm", "none"):
+        if m == "none" and c is not cells[0]:
+          continue
+        v = c["methods"][m]
+        conv = {True: "converged", False: "not converged", None: "convergence not shown"}[v["converged"]]
+        who = le.label(m) + ("" if m == "none" else f", {c['steps'][m]:,} steps")
+        lines.append(f"- {who}: {selection.Setting(**v['chosen']).describe()} ({conv}; validation "
+                     f"{', '.join(f'{e:g} ep {x:.1f}' for e, x in v['curve'])})")
   lines.append("")
   for task, t in summary["target"].items():
-    lines.append(f"{task}: order by median {' > '.join(t['order_by_median'])}; ELECTRA > MLM > none: "
-                 f"{'yes' if t['electra_gt_mlm_gt_none'] else 'no'}")
+    lines.append(f"{task}: " + "; ".join(f"{k.replace('_', ' ')}: " + ", ".join(
+        f"{where} {'yes' if ok else 'no'}" for where, ok in v.items()) for k, v in t.items()))
   return "\n".join(lines) + "\n"
 
 
@@ -589,27 +562,28 @@ def parse_args(argv=None):
   p.add_argument("--pos-dir", default=default_pos_dir(), help="oanc_pos (train.txt, dev.txt)")
   p.add_argument("--pos-train-sentences", type=int, default=3000)
   p.add_argument("--pos-dev-sentences", type=int, default=0, help="0 = all (2,000)")
-  p.add_argument("--steps", type=int, default=3000, help="ELECTRA pre-training steps; MLM gets equal FLOPs")
+  p.add_argument("--steps", default="600,1200,2400",
+                 help="ELECTRA pre-training lengths (comma-separated); MLM gets equal FLOPs at each")
   p.add_argument("--sweep-steps", type=int, default=600)
   p.add_argument("--sweep-lrs", default="1e-4,3e-4,1e-3")
-  p.add_argument("--sweep-seed", type=int, default=0)
+  p.add_argument("--sweep-seed", type=int, default=0, help="seed of the sweep's and the grid's fine-tunes")
+  p.add_argument("--sweep-ft-epochs", type=float, default=2.0, help="the sweep's fine-tuning epochs")
   p.add_argument("--electra-lr", type=float, help="skip ELECTRA's sweep and use this peak LR")
   p.add_argument("--mlm-lr", type=float, help="skip MLM's sweep and use this peak LR")
   p.add_argument("--temperature", type=float, help="ELECTRA's sampling temperature (default: the preset's)")
-  p.add_argument("--wallclock-mlm", action="store_true", help="also pre-train and fine-tune an MLM run of "
-                                                              "ELECTRA's measured wall-clock")
   p.add_argument("--evals-per-run", type=int, default=6, help="held-out evaluations during each pre-training")
   p.add_argument("--eval-batches", type=int, default=20)
   p.add_argument("--final-eval-batches", type=int, default=40)
   p.add_argument("--tasks", default="sst,pos")
+  p.add_argument("--sst-sizes", default="1000,all", help="labelled sst sentences per cell")
+  p.add_argument("--pos-sizes", default="all", help="labelled POS sentences per cell")
+  p.add_argument("--validation-size", type=int, default=500, help="training examples carved off for selection")
+  p.add_argument("--split-seed", type=int, default=0)
+  p.add_argument("--grid-lrs", default="3e-4,1e-3")
+  p.add_argument("--grid-examples", default="5000,10000,20000", help="fine-tuning budgets (examples seen)")
+  p.add_argument("--extend-examples", type=int, default=80000)
   p.add_argument("--seeds", type=int, default=5)
   p.add_argument("--first-seed", type=int, default=1)
-  p.add_argument("--ft-epochs", type=float, default=2.0)
-  p.add_argument("--ft-max-seq-length", type=int, default=0, help="cap the per-task length (0 = sst 64, pos 128)")
-  p.add_argument("--reinit-embeddings", action="store_true",
-                 help="stage 4 fine-tunes the pre-trained models with reinit_embeddings (their encoder layers, a "
-                      "fresh embedding layer; docs/short_runs.md) into *_reinit stage files and summary_reinit.*; "
-                      "the LR sweep keeps the reference's fine-tuning")
   p.add_argument("--shard", default="0/1", help="K/N: this process runs every N-th unit of each stage, starting "
                                                  "at K, waits for the others', and (K = 0) writes the summary; start "
                                                  "N processes on one --work-dir to use N cores for small models")
@@ -620,6 +594,12 @@ def parse_args(argv=None):
       raise ValueError
   except ValueError:
     p.error(f"--shard {args.shard!r}: give K/N with 0 <= K < N, e.g. 1/2")
+  try:
+    args.steps = sorted({int(x) for x in args.steps.split(",") if x.strip()})
+    if not args.steps or min(args.steps) < 1:
+      raise ValueError
+  except ValueError:
+    p.error(f"--steps {args.steps!r}: give positive step counts, e.g. 600,1200,2400")
   args.sweep_lrs = [float(x) for x in args.sweep_lrs.split(",") if x.strip()]
   args.tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
   if not args.tasks or set(args.tasks) - set(TASKS):
@@ -630,11 +610,13 @@ def parse_args(argv=None):
     small = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 1,
                                         "intermediate_size": 64}, "embedding_size": 32, "use_xla": False}
     args.model_overrides = {**small, "train_batch_size": 8, "eval_batch_size": 8}
-    args.model_overrides_ft = {**small, "iterations_per_loop": 10}
+    args.model_overrides_ft = {**small, "iterations_per_loop": 10, "max_seq_length": 32}
     args.pos_train_sentences, args.pos_dev_sentences = 120, 60
-    args.steps, args.sweep_steps, args.sweep_lrs = 12, 6, [3e-4, 1e-3]
+    args.steps, args.sweep_steps, args.sweep_lrs = [6, 12], 6, [3e-4, 1e-3]
     args.evals_per_run, args.eval_batches, args.final_eval_batches = 2, 2, 3
-    args.seeds, args.ft_epochs, args.ft_max_seq_length = 2, 1.0, 32
+    args.seeds, args.sweep_ft_epochs, args.validation_size = 2, 1.0, 40
+    args.sst_sizes, args.pos_sizes, args.grid_lrs, args.grid_examples = "all", "all", "1e-3", "80,160"
+    args.extend_examples = 0
   args.work_dir = os.path.abspath(args.work_dir)
   args.data_dir = os.path.join(args.work_dir, "data")
   return args
@@ -660,27 +642,27 @@ def main(argv=None) -> int:
   log("chosen peak LRs: " + ", ".join(f"{m} {c['learning_rate']:g}" for m, c in sweep["chosen"].items()))
   if last < 2:
     return 0
-  pre = stage_pretrain(args, vocab_size, sweep["chosen"])
-  c = pre["compute"]
-  log(f"equal compute: MLM {c['flops_equal_mlm_steps']} steps by FLOPs (primary), {c['wallclock_equal_mlm_steps']} "
-      f"by measured wall-clock")
+  lengths = stage_pretrain(args, vocab_size, sweep["chosen"])
+  for length in lengths:
+    c = length["compute"]
+    log(f"equal compute at {length['steps']} ELECTRA steps: MLM {c['flops_equal_mlm_steps']} steps by FLOPs "
+        f"(primary), {c['wallclock_equal_mlm_steps']} by measured wall-clock")
   if last < 3:
     return 0
-  trials = stage_finetune(args, vocab_size, pre["runs"])
+  la, finetuning = stage_finetune(args, lengths)
   if last < 4 or args.shard != 0:
     return 0
-  summary = summarize(args, data, sweep, pre, trials)
-  os.makedirs(os.path.join(args.work_dir, "plots"), exist_ok=True)
-  suffix = "_reinit" if args.reinit_embeddings else ""
-  summary["plot"] = os.path.join(args.work_dir, "plots", f"paper_claim{suffix}.png")
+  le.report(la)
+  summary = summarize(args, data, sweep, lengths, finetuning)
+  summary["plot"] = os.path.join(args.work_dir, "plots", "paper_claim.png")
   plot(summary, summary["plot"])
   summary["script_seconds_this_invocation"] = round(time.time() - started, 1)
-  write_json(os.path.join(args.work_dir, f"summary{suffix}.json"), summary)
+  write_json(os.path.join(args.work_dir, "summary.json"), summary)
   table = markdown(summary)
-  with open(os.path.join(args.work_dir, f"summary{suffix}.md"), "w", encoding="utf-8") as f:
+  with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
     f.write(table)
   print(table, end="", flush=True)
-  log(f"summary: {os.path.join(args.work_dir, f'summary{suffix}.json')}, {summary['plot']}")
+  log(f"summary: {os.path.join(args.work_dir, 'summary.json')}, {summary['plot']}")
   return 0
 
 

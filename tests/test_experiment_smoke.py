@@ -79,12 +79,17 @@ def test_paper_claim_quick(tmp_path, data_dir):
   # two shards on one work dir, as the full run is meant to be started on 2 cores: each unit runs exactly once
   shards = [subprocess.Popen(cmd + ["--shard", f"{k}/2"], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for k in (0, 1)]
-  outputs = [p.communicate(timeout=900) for p in shards]
+  outputs = [p.communicate(timeout=1500) for p in shards]
   for p, (out, err) in zip(shards, outputs):
     assert p.returncode == 0, out[-3000:] + err[-3000:]
   ran = [line.split("] run: ")[1] for out, _ in outputs for line in out.splitlines() if "] run: " in line]
-  assert len(ran) == len(set(ran)) == 1 + 8 + 2 + 12, sorted(ran)  # data, sweep, pre-training, fine-tuning
-  assert all(out.count("] run: ") >= 11 for out, _ in outputs)  # dealt out, not all taken by one
+  assert len(ran) == len(set(ran)), sorted(ran)
+  kinds = {prefix: sum(r.startswith(prefix) for r in ran) for prefix in
+           ("data", "pretrain_sweep_", "validation_sst_sweep_", "pretrain_pt_", "baseline_", "select_", "final_")}
+  # the quick grid: one point on sst (160 sentences), two on POS (80); 2 lengths x 2 methods + random weights
+  assert kinds == {"data": 1, "pretrain_sweep_": 4, "validation_sst_sweep_": 4, "pretrain_pt_": 4, "baseline_": 2,
+                   "select_": 5 * 1 + 5 * 2, "final_": 2 * 5 * 2} and len(ran) == sum(kinds.values()), sorted(ran)
+  assert all(out.count("] run: ") >= 10 for out, _ in outputs)  # dealt out, not all taken by one
   assert "summary: " in outputs[0][0] and "summary: " not in outputs[1][0]  # shard 0 writes it
   summary = json.loads((work / "summary.json").read_text())
 
@@ -95,52 +100,72 @@ def test_paper_claim_quick(tmp_path, data_dir):
     assert summary["data"]["pos"][split]["sentences"] == len(blocks) == n
   sst_dev = (work / "data" / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
 
-  # every method has every seed on both tasks; the statistics are those of the per-seed values
-  for task in ("sst", "pos"):
-    f = summary["finetuning"][task]
-    assert set(f) == set(METHODS)
+  # selection never reads dev: the sweep's fine-tunes and every grid point are scored on the validation split
+  stages = {f.stem: json.loads(f.read_text()) for d in (work / "stages", work / "finetune" / "stages")
+            for f in d.glob("*.json")}
+  for name, record in stages.items():
+    if name.startswith(("validation_", "select_", "final_")):
+      assert record["on"] == ("dev" if name.startswith("final_") else "validation"), name
+  lengths = summary["lengths"]
+  assert [length["steps"] for length in lengths] == [6, 12]
+  cells = {(c["task"], c["steps"]["electra"]): c for c in summary["cells"]}
+  assert set(cells) == {("sst", 6), ("sst", 12), ("pos", 6), ("pos", 12)}
+  for (task, steps), cell in cells.items():
+    assert cell["size"] == {"sst": 160, "pos": 80}[task]  # all training sentences but the 40 of validation
+    base = stages[f"baseline_{task}_all"]
+    assert cell["baselines"] == base
     for method in METHODS:
-      s = f[method]
-      assert s["seeds"] == [1, 2] and s["n"] == 2 and all(math.isfinite(v) for v in s["values"])
-      assert (s["median"], s["min"], s["max"]) == (statistics.median(s["values"]), min(s["values"]),
-                                                    max(s["values"]))
+      m = cell["methods"][method]
+      assert len(m["dev"]) == 2 and all(math.isfinite(v) for v in m["dev"])
+      assert (m["median"], m["min"], m["max"]) == (statistics.median(m["dev"]), min(m["dev"]), max(m["dev"]))
+      name = "none" if method == "none" else f"{method}_s{cell['steps'][method]}"
+      chosen = selection_key(m["chosen"])
+      assert m["dev"] == [stages[f"final_{task}_{name}_all_{chosen}_seed{seed}"]["value"] for seed in (1, 2)]
       if task == "sst":  # accuracies are shares of the dev rows
-        for v in s["values"]:
+        for v in m["dev"]:
           assert v * len(sst_dev) / 100 == pytest.approx(round(v * len(sst_dev) / 100), abs=1e-6)
-      else:  # span F1 is the harmonic mean of the unit's own span precision and recall
-        for seed in s["seeds"]:
-          unit = json.loads(next((work / "stages").glob(f"finetune_pos_*{method}*_seed{seed}.json")).read_text())
-          p, r = unit["all"]["precision"], unit["all"]["recall"]
-          assert unit["value"] == unit["all"]["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
-    tests = summary["mann_whitney"][task]
+    assert cell["methods"]["none"] == cells[(task, 6)]["methods"]["none"]  # random weights: one set of runs
+    tests = cell["tests"]
     assert set(tests) == {"electra_vs_mlm", "electra_vs_none", "mlm_vs_none"}
     for pair, t in tests.items():
-      a, b = pair.split("_vs_")
-      assert t["U"] == _u_statistic(f[a]["values"], f[b]["values"]) and t["n_pairs"] == 4
-      if len(set(f[a]["values"] + f[b]["values"])) == 4:  # without ties: the exact null, enumerated here
-        assert t["p"] == pytest.approx(_exact_two_sided_p(f[a]["values"], f[b]["values"]))
+      a, b = (cell["methods"][x]["dev"] for x in pair.split("_vs_"))
+      assert t["U"] == _u_statistic(a, b) and t["n_pairs"] == 4
+      if len(set(a + b)) == 4:  # without ties: the exact null, enumerated here
+        assert t["p"] == pytest.approx(_exact_two_sided_p(a, b))
+    assert summary["target"]["sst" if task == "sst" else "pos"]
+  sst_longest = [c for c in summary["cells"] if c["task"] == "sst" and c["steps"]["electra"] == 12][0]
+  assert summary["target"]["sst"]["electra_above_tfidf"]["all@12"] == (
+      sst_longest["methods"]["electra"]["median"] > sst_longest["baselines"]["tfidf"])
 
-  # equal FLOPs: the chosen MLM step count is ELECTRA's FLOPs in MLM steps, within one step
-  for runs in (summary["pretraining"], {p["method"]: p for p in summary["sweep"]["points"]}):
+  # equal FLOPs at every length: the chosen MLM step count is ELECTRA's FLOPs in MLM steps, within one step
+  for runs in [length["runs"] for length in lengths] + [{p["method"]: p for p in summary["sweep"]["points"]}]:
     e, m = runs["electra"], runs["mlm"]
     assert abs(m["total_flops"] - e["total_flops"]) <= m["total_flops"] / m["steps"]
     assert m["steps"] > e["steps"]
-  pre = summary["pretraining"]
+  for length in lengths:
+    for method in ("electra", "mlm"):
+      run = length["runs"][method]
+      assert run["heldout_history"][-1]["step"] == run["steps"]  # the final held-out evaluation
+      assert run["learning_rate"] == summary["sweep"]["chosen"][method]["learning_rate"]
+      recipe = presets.short_run_settings(run["steps"])  # the tiny preset's recipe supplies warmup and BC
+      assert run["learning_rate"] in (3e-4, 1e-3) and run["num_warmup_steps"] == recipe["num_warmup_steps"]
+      assert run["adam_bias_correction"] == recipe["adam_bias_correction"]
+      # the train-loop seconds and the steady rate, recounted from the trainer's own per-loop rates
+      rates = reporting.read_scalars(os.path.join(run["model_dir"], "train"))["sequences_per_sec"]
+      steps = [0] + [step for step, _ in rates]
+      seconds = sum((b - a) * run["train_batch_size"] / rate for a, b, (_, rate) in zip(steps, steps[1:], rates))
+      assert run["loop_seconds"] == pytest.approx(seconds, abs=0.06) and steps[-1] == run["steps"]
+      steady = [r for _, r in rates[1:]] or [r for _, r in rates]  # the first loop includes tracing
+      assert run["steady_seq_per_sec"] == pytest.approx(statistics.median(steady), abs=0.006)
+    assert length["compute"]["flops_equal_mlm_steps"] == length["runs"]["mlm"]["steps"]
+    assert length["compute"]["wallclock_equal_mlm_steps"] >= 1
+  # the sweep picks each method's LR by its validation score (ties: the lower LR)
   for method in ("electra", "mlm"):
-    run = pre[method]
-    assert run["heldout_history"][-1]["step"] == run["steps"]  # the final held-out evaluation
-    assert run["learning_rate"] == summary["sweep"]["chosen"][method]["learning_rate"]
-    recipe = presets.short_run_settings(run["steps"])  # the tiny preset's recipe supplies warmup and BC
-    assert run["learning_rate"] in (3e-4, 1e-3) and run["num_warmup_steps"] == recipe["num_warmup_steps"]
-    assert run["adam_bias_correction"] == recipe["adam_bias_correction"]
-    # the train-loop seconds and the steady rate, recounted from the trainer's own per-loop rates
-    rates = reporting.read_scalars(os.path.join(run["model_dir"], "train"))["sequences_per_sec"]
-    steps = [0] + [step for step, _ in rates]
-    seconds = sum((b - a) * run["train_batch_size"] / rate for a, b, (_, rate) in zip(steps, steps[1:], rates))
-    assert run["loop_seconds"] == pytest.approx(seconds, abs=0.06) and steps[-1] == run["steps"]
-    steady = [r for _, r in rates[1:]] or [r for _, r in rates]  # the first loop includes tracing
-    assert run["steady_seq_per_sec"] == pytest.approx(statistics.median(steady), abs=0.006)
+    points = [p for p in summary["sweep"]["points"] if p["method"] == method]
+    best = max(points, key=lambda p: (p["sst_validation_accuracy"], -p["learning_rate"]))
+    assert summary["sweep"]["chosen"][method]["learning_rate"] == best["learning_rate"]
   preset = PretrainingConfig.create("t", str(tmp_path), **presets.sample_pretraining_hparams(100, 12))
+  pre = lengths[-1]["runs"]
   assert pre["electra"]["temperature"] == preset.temperature  # the tiny preset's, wherever it sets it
   assert "disc_auc_real" in pre["electra"]["heldout"] and "disc_auc_real" not in pre["mlm"]["heldout"]
   base = summary["data"]["heldout_unigram_baseline"]
@@ -148,31 +173,18 @@ def test_paper_claim_quick(tmp_path, data_dir):
   top = base["accuracy"] * base["maskable_tokens"]  # a count of held-out tokens, at least the mean count per id
   assert top == pytest.approx(round(top), abs=1e-3) and round(top) >= base["maskable_tokens"] / summary["data"][
       "vocab_size"]
-  compute = summary["compute"]
-  assert compute["primary"] == "flops" and compute["flops_equal_mlm_steps"] == pre["mlm"]["steps"]
-  assert compute["wallclock_equal_mlm_steps"] >= 1
   _assert_drawn(summary["plot"])
-  assert "| sst | electra vs mlm |" in outputs[0][0]  # shard 0 prints the tables
+  assert "| ELECTRA / MLM steps |" in outputs[0][0] and "| 12 / 22 |" in outputs[0][0]  # shard 0 prints the tables
 
   # rerunning skips every finished unit
   again = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-  assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= 1 + 8 + 2 + 12
+  assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= len(ran)
 
-  # --reinit-embeddings reruns only the pre-trained models' fine-tuning (random weights are shared)
-  reinit = subprocess.run(cmd + ["--reinit-embeddings", "--tasks", "sst"], cwd=str(REPO_ROOT), env=env,
-                          capture_output=True, text=True, timeout=600)
-  assert reinit.returncode == 0, reinit.stdout[-3000:] + reinit.stderr[-3000:]
-  assert reinit.stdout.count("] run: finetune_sst_") == 4 and "_reinit" in reinit.stdout
-  summary_reinit = json.loads((work / "summary_reinit.json").read_text())
-  assert summary_reinit["finetuning"]["sst"]["none"] == summary["finetuning"]["sst"]["none"]
-  stages = work / "stages"
-  for method in ("electra", "mlm"):
-    for seed in (1, 2):
-      unit = json.loads(next(stages.glob(f"finetune_sst_*{method}*_seed{seed}_reinit.json")).read_text())
-      assert unit["reinit_embeddings"] is True
-  assert "encoder layers only, a fresh embedding layer" in (work / "summary_reinit.md").read_text()
-  assert "every weight loaded" in (work / "summary.md").read_text()
+
+def selection_key(chosen: dict) -> str:
+  from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
+  return Setting(**chosen).key()
 
 
 def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path):
