@@ -33,8 +33,8 @@ def plot_panels(panels, path: str, title: str = ""):
   """Draws line panels and writes a PNG.
 
   ``panels``: list of (panel title, y label, [(legend label, [(x, y), ...]), ...], optional dict with
-  ``hline`` (value, label), ``kind`` ("line" or "bar"), ``xlabel`` (default "step"), ``logx`` (a log x axis)
-  and ``colors`` ({legend label: matplotlib colour})).
+  ``hline`` (value, label), ``kind`` ("line" or "bar"), ``xlabel`` (default "step"), ``logx`` (a log x axis),
+  ``xticks`` (the x values to label) and ``colors`` ({legend label: matplotlib colour})).
   """
   cols = 2 if len(panels) == 4 else len(panels)
   rows = (len(panels) + cols - 1) // cols
@@ -58,6 +58,9 @@ def plot_panels(panels, path: str, title: str = ""):
       ax.set_xlabel(options.get("xlabel", "step"))
       if options.get("logx"):
         ax.set_xscale("log")
+      if options.get("xticks"):  # label the data's own x values, not the log axis' decades and minor ticks
+        ax.set_xticks(options["xticks"], [f"{x:,g}" for x in options["xticks"]])
+        ax.minorticks_off()
       if len(series) > 1:
         ax.legend(fontsize=8)
     if "hline" in options:

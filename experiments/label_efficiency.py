@@ -361,7 +361,7 @@ def plot(summary, path):
     for c in (("tfidf", "majority") if task == "sst" else ("lookup",)):
       lines.append((label(c), [(r["size"], r["baselines"][c]) for r in rows if r["baselines"]]))
     series.append((f"{task}: dev score against labelled examples (medians)", "%", lines,
-                   {"xlabel": "labelled training examples", "logx": True,
+                   {"xlabel": "labelled training examples", "logx": True, "xticks": [r["size"] for r in rows],
                     "colors": {label(m): color(m) for r in rows for m in [*r["methods"], *COLORS]}}))
   os.makedirs(os.path.dirname(path), exist_ok=True)
   reporting.plot_panels(series, path, title="label efficiency (x: labelled training examples)")

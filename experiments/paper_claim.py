@@ -326,8 +326,8 @@ def stage_finetune(args, lengths) -> tuple:
   seen = -1
   while True:
     if count() != seen:
+      seen = count()  # before the pass: a unit another shard finishes meanwhile brings another pass
       le.run(la)
-      seen = count()
       summary = le.summarize(la, le.plan(la), le.load_stages(la))
       if not summary["pending"]:
         return la, summary
