@@ -60,18 +60,20 @@ COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf
           "lookup": "tab:green", "majority": "black"}
 
 
-def label(name: str) -> str:
-  """A method's or baseline's label; ``electra_s1200`` (a model named by its pre-training steps) reads
-  "ELECTRA, 1,200 steps"."""
-  if name in LABELS:
-    return LABELS[name]
+def _method_and_steps(name: str):
+  """``electra_s1200`` (a model named by its pre-training steps) -> ("electra", 1200); other names -> (name, None)."""
   base, _, steps = name.rpartition("_s")
-  return f"{LABELS.get(base, base)}, {int(steps):,} steps" if base and steps.isdigit() else name
+  return (base, int(steps)) if base and steps.isdigit() else (name, None)
+
+
+def label(name: str) -> str:
+  """A method's or baseline's label; ``electra_s1200`` reads "ELECTRA, 1,200 steps"."""
+  method, steps = _method_and_steps(name)
+  return LABELS.get(method, method) + ("" if steps is None else f", {steps:,} steps")
 
 
 def color(name: str) -> str:
-  base, _, steps = name.rpartition("_s")
-  return COLORS.get(name) or (COLORS.get(base, "tab:purple") if steps.isdigit() else "tab:purple")
+  return COLORS.get(_method_and_steps(name)[0], "tab:purple")
 
 
 def size_name(size) -> str:

@@ -290,9 +290,9 @@ def model_name(method: str, steps: int) -> str:
   return f"{method}_s{steps}"
 
 
-def finetuning_args(args, pretrained: dict, work_dir: str = ""):
+def finetuning_args(args, pretrained: dict):
   """label_efficiency's arguments for ``pretrained`` ({name: model dir}): its grid, sizes, seeds and shard."""
-  la = le.parse_args(["--data-dir", args.data_dir, "--work-dir", work_dir or os.path.join(args.work_dir, "finetune"),
+  la = le.parse_args(["--data-dir", args.data_dir, "--work-dir", os.path.join(args.work_dir, "finetune"),
                       "--pos-dir", os.path.join(args.data_dir, "finetuning_data", "chunk"),
                       "--tasks", ",".join(args.tasks), "--neural-tasks", ",".join(args.tasks),
                       "--sizes", args.sst_sizes, "--pos-sizes", args.pos_sizes,
@@ -312,7 +312,7 @@ def sweep_setting(args) -> selection.Setting:
 
 def sweep_finetune(args, name: str, model_dir: str) -> dict:
   """One fine-tune of a sweep point on all of sst's training data but the validation split, scored on it."""
-  la = finetuning_args(args, {name: model_dir}, os.path.join(args.work_dir, "sweep_finetune"))
+  la = finetuning_args(args, {name: model_dir})  # the subsets and carving of the fine-tuning stage
   return le.trial(la, "sst", name, None, sweep_setting(args), args.sweep_seed, "validation")
 
 
@@ -523,17 +523,16 @@ def markdown(summary) -> str:
               f" (median (range) of {len(cells[0]['methods']['none']['dev'])} seeds; {classical}):", "",
               "| ELECTRA / MLM steps | FLOPs | ELECTRA | MLM only | random weights | E vs M p | E vs R p | M vs R p |",
               "|---|---|---|---|---|---|---|---|"]
-    for c in sorted(cells, key=lambda c: c["flops"]):
+    cells.sort(key=lambda c: c["flops"])
+    for c in cells:
       t = c["tests"]
       lines.append(f"| {c['steps']['electra']} / {c['steps']['mlm']} | {c['flops']:.2e} | "
                    + " | ".join(_median_range(c["methods"][m]) for m in ("electra", "mlm", "none"))
                    + f" | {t['electra_vs_mlm']['p']:.3f} | {t['electra_vs_none']['p']:.3f} | "
                      f"{t['mlm_vs_none']['p']:.3f} |")
     lines.append("")
-    for c in sorted(cells, key=lambda c: c["flops"]):
-      for m in ("electra", "mlm", "none"):
-        if m == "none" and c is not cells[0]:
-          continue
+    for i, c in enumerate(cells):
+      for m in ("electra", "mlm") + (("none",) if i == 0 else ()):  # random weights: the same at every length
         v = c["methods"][m]
         conv = {True: "converged", False: "not converged", None: "convergence not shown"}[v["converged"]]
         who = le.label(m) + ("" if m == "none" else f", {c['steps'][m]:,} steps")
