@@ -7,6 +7,10 @@
 Random weights and random token ids (throughput does not depend on the values); the reference's heads,
 loss and optimizer (layer-wise LR, clip, AdamW). The first step (tracing) is excluded.
 
+``--length-buckets 0,32``: training examples/s of ``length_bucket_width`` settings on the real POS sentences of
+``--pos-dir`` (default ``$ELECTRA_TEST_DATA/tagging/oanc_pos``) featurized at ``--seq-len`` with the BERT vocab
+there, the tagging head, one Trainer per width, alternating ``--rounds`` times; also the mean batch width.
+
 ``--sample-trials N``: the wall time of each of N whole trials (build, train, evaluate, save) of the main
 job's fine-tuning (the sample model from random weights on the sample sst task, one process), which is what
 the main job's budget pays for, start-up and tracing included.
@@ -70,6 +74,45 @@ def bench(size, task_name, seq_len, batch, steps, mixed_precision="float32", use
           "final_loss": stats["loss"]}
 
 
+def length_buckets(widths, size, seq_len, batch, steps, rounds, pos_dir, vocab_file) -> list:
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from electra_tf.configs import FinetuningConfig  # pylint: disable=g-import-not-at-top
+  from electra_tf.runtime import select_strategy  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetuning.base import stack_features  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetuning.tasks import get_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetuning.trainer import Trainer, make_dataset  # pylint: disable=g-import-not-at-top
+  from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
+
+  raw = tempfile.mkdtemp()
+  os.makedirs(os.path.join(raw, "chunk"))
+  os.symlink(os.path.abspath(os.path.join(pos_dir, "train.txt")), os.path.join(raw, "chunk", "train.txt"))
+  trainers = {}
+  for width in widths:
+    cfg = FinetuningConfig.create("bench", tempfile.mkdtemp(), task_names=["chunk"], model_size=size,
+                                  max_seq_length=seq_len, train_batch_size=batch, init_checkpoint="none",
+                                  raw_data_dir=raw, vocab_file=vocab_file, length_bucket_width=width)
+    tasks = get_tasks(cfg, load_tokenizer(vocab_file, True))
+    arrays = stack_features(tasks[0].featurize(tasks[0].get_examples("train"), True), tasks[0].feature_specs(),
+                            1, batch)
+    trainer = Trainer(cfg, tasks, select_strategy(cfg), seed=0)
+    trainer.make_optimizer(10 ** 6)
+    trainer.train(arrays, 1, 10 ** 9, progress=False)  # trace + first step
+    widths_seen = [int(b["input_ids"].shape[1]) for b in make_dataset(arrays, batch, True, 0, width).take(200)]
+    trainers[width] = (trainer, arrays, float(np.mean(widths_seen)), [])
+  for _ in range(rounds):
+    for width, (trainer, arrays, _, rates) in trainers.items():
+      done = int(trainer.optimizer.iterations.numpy())
+      t = time.time()
+      trainer.train(arrays, done + steps, 10 ** 9, progress=False)
+      rates.append(steps * batch / (time.time() - t))
+  base = np.median(trainers[widths[0]][3])
+  return [{"size": size, "task": "chunk (oanc_pos train)", "seq_len": seq_len, "batch": batch, "steps": steps,
+           "length_bucket_width": width, "mean_batch_width": round(mean_width, 1),
+           "train_examples_per_s": [round(r, 1) for r in rates], "median": round(float(np.median(rates)), 1),
+           f"vs_width_{widths[0]}": round(float(np.median(rates) / base), 2)}
+          for width, (_, _, mean_width, rates) in trainers.items()]
+
+
 def sample_trials(n: int, sample_dir: str) -> dict:
   from electra_tf import presets, sample_data  # pylint: disable=g-import-not-at-top
   from electra_tf.configs import FinetuningConfig  # pylint: disable=g-import-not-at-top
@@ -92,9 +135,21 @@ def main():
   p.add_argument("--steps", type=int, default=5)
   p.add_argument("--mixed-precision", default="float32", choices=("float32", "bfloat16", "float16"))
   p.add_argument("--xla", action="store_true")
+  p.add_argument("--length-buckets", default="", help="time these length_bucket_width values on POS instead")
+  p.add_argument("--rounds", type=int, default=3, help="--length-buckets: alternating rounds per width")
+  data = os.environ.get("ELECTRA_TEST_DATA", os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), "..", "shared", "data"))
+  p.add_argument("--pos-dir", default=os.path.join(data, "tagging", "oanc_pos"))
+  p.add_argument("--vocab", default=os.path.join(data, "vocab", "bert-base-uncased-vocab.txt"))
   p.add_argument("--sample-trials", type=int, default=0, help="time N whole trials of the main job instead")
   p.add_argument("--sample-dir", default=None, help="the sample setup for --sample-trials (built if missing)")
   args = p.parse_args()
+  if args.length_buckets:
+    widths = [int(w) for w in args.length_buckets.split(",")]
+    for row in length_buckets(widths, args.sizes.split(",")[0], args.seq_len, args.batch_size, args.steps,
+                              args.rounds, args.pos_dir, args.vocab):
+      print(json.dumps(row), flush=True)
+    return
   if args.sample_trials:
     print(json.dumps(sample_trials(args.sample_trials, args.sample_dir)), flush=True)
     return

@@ -321,6 +321,9 @@ class FinetuningConfig(RuntimeConfig):
   seed: int = field(0, "base seed; trial t uses seed + t", min=0)
   data_source: str = field("files", "where task data comes from", choices=("files", "tfds"))
   eval_every_epoch: bool = field(False, "evaluate on dev after every epoch")
+  length_bucket_width: int = field(0, "opt-in: batch training examples of similar length together, each batch "
+                                   "cut to a multiple of this many tokens (0: the reference's batches of "
+                                   "max_seq_length tokens in stream order; docs/finetuning.md)", min=0)
   tfds_data_dir: typing.Optional[str] = field(None, "tensorflow-datasets data_dir (null = its default)")
   skip_bad_rows: bool = field(False, "log and skip malformed data rows (the reference's behaviour) "
                               "instead of stopping with the file and line")

@@ -130,6 +130,8 @@ def config_factory(args, task: str, method: str, name: str):
   base = {**presets.sample_finetuning_hparams(vocab_size), "task_names": [lib_task], "max_seq_length": max_len,
           "init_checkpoint": args.pretrained.get(method, "none"),
           "vocab_file": os.path.join(args.data_dir, "vocab.txt")}
+  if task == "pos" and args.pos_bucket_width:
+    base["length_bucket_width"] = args.pos_bucket_width
   base.update(args.model_overrides_ft)
   return lambda **kw: FinetuningConfig.create(name, args.work_dir, **{**base, **kw})
 
@@ -143,7 +145,8 @@ def trial(args, task, method, size, setting, seed, on: str) -> dict:
   value = selection.finetune_score(config_factory(args, task, method, name), setting, seed,
                                    d[f"{on}_root"], TASKS[task][0], metric)
   return {"task": task, "method": method, "size": d["train"], "setting": setting._asdict(), "seed": seed,
-          "on": on, "value": value, "seconds": round(time.time() - start, 1)}
+          "on": on, "value": value, "seconds": round(time.time() - start, 1),
+          "length_bucket_width": args.pos_bucket_width if task == "pos" else 0}
 
 
 def setting_from(record: dict) -> selection.Setting:
@@ -381,6 +384,8 @@ def parse_args(argv=None):
   p.add_argument("--sizes", default="250,500,1000,2000,all")
   p.add_argument("--pos-sizes", default="", help="the POS cells' sizes (empty: --sizes)")
   p.add_argument("--validation-size", type=int, default=500)
+  p.add_argument("--pos-bucket-width", type=int, default=0,
+                 help="the POS fine-tunes' length_bucket_width (0: batches of 128 tokens); the same for every method")
   p.add_argument("--split-seed", type=int, default=0)
   p.add_argument("--grid-lrs", default="3e-4,1e-3")
   p.add_argument("--grid-examples", default="5000,10000,20000", help="training budgets (examples seen)")

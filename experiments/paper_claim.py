@@ -297,7 +297,7 @@ def finetuning_args(args, pretrained: dict):
                       "--tasks", ",".join(args.tasks), "--neural-tasks", ",".join(args.tasks),
                       "--sizes", args.sst_sizes, "--pos-sizes", args.pos_sizes,
                       "--validation-size", str(args.validation_size), "--split-seed", str(args.split_seed),
-                      "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
+                      "--pos-bucket-width", str(args.pos_bucket_width), "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
                       "--extend-examples", str(args.extend_examples), "--selection-seed", str(args.sweep_seed),
                       "--seeds", str(args.seeds), "--first-seed", str(args.first_seed),
                       "--shard", f"{args.shard}/{args.num_shards}", "--until", "final"]
@@ -576,6 +576,9 @@ def parse_args(argv=None):
   p.add_argument("--tasks", default="sst,pos")
   p.add_argument("--sst-sizes", default="1000,all", help="labelled sst sentences per cell")
   p.add_argument("--pos-sizes", default="all", help="labelled POS sentences per cell")
+  p.add_argument("--pos-bucket-width", type=int, default=16,
+                 help="POS fine-tunes batch sentences of similar length, cut to multiples of this many tokens "
+                      "(length_bucket_width; 0: every batch 128 tokens wide)")
   p.add_argument("--validation-size", type=int, default=500, help="training examples carved off for selection")
   p.add_argument("--split-seed", type=int, default=0)
   p.add_argument("--grid-lrs", default="3e-4,1e-3")

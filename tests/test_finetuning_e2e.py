@@ -156,12 +156,15 @@ def test_squad_v2_null_odds(tmp_path, bert_vocab):
     assert results[f"best_{name}_thresh"] == pytest.approx(best_thresh), name
 
 
-def test_chunk_on_real_pos_data(tmp_path, data_dir, bert_vocab):
+@pytest.mark.parametrize("bucket_width", [0, 16])
+def test_chunk_on_real_pos_data(tmp_path, data_dir, bert_vocab, bucket_width):
+  """Also with ``length_bucket_width``: batches of similar-length sentences, cut to 16, 32 or 48 tokens."""
   src = data_dir / "tagging" / "oanc_pos"
   for split, n in (("train", 300), ("dev", 100)):
     sentences = (src / f"{split}.txt").read_text(encoding="utf-8").split("\n\n")[:n]
     write(tmp_path / f"finetuning_data/chunk/{split}.txt", "\n\n".join(sentences) + "\n")
-  cfg = tiny_config(tmp_path, ["chunk"], bert_vocab, max_seq_length=48, learning_rate=2e-3, num_train_epochs=2.0)
+  cfg = tiny_config(tmp_path, ["chunk"], bert_vocab, max_seq_length=48, learning_rate=2e-3, num_train_epochs=2.0,
+                    length_bucket_width=bucket_width)
   results = run_finetuning(cfg, progress=False)[0]["chunk"]
   assert set(results) == {"precision", "recall", "f1", "loss"}
   # POS tags are one-word spans, so F1 is per-word accuracy. Baselines on the same files: one tag for every

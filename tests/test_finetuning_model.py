@@ -180,3 +180,44 @@ def test_one_device_reads_the_training_batches_directly(tmp_path, bert_vocab, to
   for batch in direct:
     np.testing.assert_array_equal(batch, next(wrapped)["input_ids"].numpy())
   assert len({tuple(b[:, 0]) for b in direct}) == 7  # shuffled, repeated batches, not one batch again
+
+
+def test_length_buckets_cut_only_padding(tmp_path, bert_vocab, tokenizer):
+  """``length_bucket_width``: each batch is cut to a bucket length at or above its longest example, the cut
+  rows are the padded rows' first columns, and the tagging head's loss and predictions on a cut batch equal
+  those on the examples padded to max_seq_length."""
+  from electra_tf.finetuning.trainer import bucket_lengths, make_dataset
+  _, _, model = _model(tmp_path, ["chunk"], bert_vocab, tokenizer)
+  n, t, width = 24, 32, 8
+  rng = np.random.RandomState(1)
+  lengths = rng.randint(3, t + 1, n)
+  arrays = {k: np.zeros((n, t), np.int32) for k in ("input_ids", "input_mask", "segment_ids", "chunk_labels",
+                                                      "chunk_labeled_positions")}
+  arrays["chunk_labels_mask"] = np.zeros((n, t), np.float32)
+  arrays.update(task_id=np.zeros(n, np.int32), chunk_eid=np.arange(n, dtype=np.int32))
+  for i, length in enumerate(lengths):
+    arrays["input_ids"][i, :length] = rng.randint(1000, 2000, length)
+    arrays["input_mask"][i, :length] = arrays["segment_ids"][i, :length] = 1
+    positions = np.sort(rng.choice(np.arange(1, length), rng.randint(1, length), replace=False))
+    arrays["chunk_labeled_positions"][i, :len(positions)] = positions
+    arrays["chunk_labels"][i, :len(positions)] = rng.randint(0, 3, len(positions))
+    arrays["chunk_labels_mask"][i, :len(positions)] = 1.0
+  _, padded = model({k: tf.constant(v) for k, v in arrays.items()}, training=False)
+  seen, widths = set(), set()
+  for batch in make_dataset(arrays, 4, training=True, seed=0, bucket_width=width).take(40):
+    cut = batch["input_ids"].shape[1]
+    rows = batch["chunk_eid"].numpy()
+    assert cut in bucket_lengths(width, t) and cut - width < lengths[rows].max() <= cut, (cut, lengths[rows])
+    for key, full in arrays.items():
+      want = full[rows][:, :cut] if full.ndim == 2 else full[rows]
+      np.testing.assert_array_equal(batch[key].numpy(), want, err_msg=key)
+      if full.ndim == 2:
+        assert not full[rows][:, cut:].any(), key  # only padding was cut
+    _, outs = model(batch, training=False)
+    np.testing.assert_allclose(outs["chunk"]["loss"].numpy(), padded["chunk"]["loss"].numpy()[rows], rtol=1e-5)
+    mask = arrays["chunk_labels_mask"][rows][:, :cut] > 0
+    np.testing.assert_array_equal(outs["chunk"]["predictions"].numpy()[mask],
+                                  padded["chunk"]["predictions"].numpy()[rows][:, :cut][mask])
+    seen.update(rows.tolist())
+    widths.add(cut)
+  assert seen == set(range(n)) and widths == set(bucket_lengths(width, t))

@@ -39,9 +39,22 @@ def num_train_steps(n_padded: int, batch_size: int, epochs: float) -> int:
   return int(n_padded // batch_size * epochs)
 
 
-def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0) -> tf.data.Dataset:
+def bucket_lengths(width: int, max_seq_length: int) -> typing.List[int]:
+  """The padded lengths of ``length_bucket_width`` batches: multiples of ``width``, the last ``max_seq_length``."""
+  return sorted({min(n, max_seq_length) for n in range(width, max_seq_length + width, width)})
+
+
+def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0,
+                 bucket_width: int = 0) -> tf.data.Dataset:
   """Arrays -> batches. Training repeats and shuffles with a 100-example buffer after the examples
-  were shuffled once in Python, as the reference (shuffled TFRecords + shuffle(100))."""
+  were shuffled once in Python, as the reference (shuffled TFRecords + shuffle(100)).
+
+  ``bucket_width`` > 0 (training only; ``length_bucket_width``): each shuffled example is cut to its
+  ``input_mask`` length and goes to the bucket of the next length in ``bucket_lengths``; a bucket that holds
+  ``batch_size`` examples leaves as one batch padded to that length. Every per-token feature (the arrays
+  whose second axis is the padded length) is cut with it; padding is zeros, as the featurizers pad. Batches
+  then hold examples of similar length in place of the stream's order, and short ones cost their own
+  length: what a batch of tagging or short sentences computes drops by the padding it no longer carries."""
   ds = tf.data.Dataset.from_tensor_slices(arrays)
   if training:
     ds = ds.repeat().shuffle(100, seed=seed)
@@ -49,6 +62,19 @@ def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0) -
   # deleting the training iterator waited for the thread's next wake-up (see Trainer.distribute).
   options = tf.data.Options()
   options.autotune.enabled = False
+  if training and bucket_width:
+    padded = int(np.shape(arrays["input_ids"])[1])
+    per_token = {k for k, v in arrays.items() if np.ndim(v) == 2 and np.shape(v)[1] == padded}
+
+    def cut(example):
+      n = tf.reduce_sum(tf.cast(example["input_mask"], tf.int32))
+      return {k: v[:n] if k in per_token else v for k, v in example.items()}
+
+    lengths = bucket_lengths(bucket_width, padded)
+    ds = ds.map(cut).bucket_by_sequence_length(
+        lambda example: tf.shape(example["input_ids"])[0], [n + 1 for n in lengths],
+        [batch_size] * (len(lengths) + 1), pad_to_bucket_boundary=True, drop_remainder=True)
+    return ds.prefetch(2).with_options(options)
   return ds.batch(batch_size, drop_remainder=True).prefetch(2).with_options(options)
 
 
@@ -113,6 +139,11 @@ class Trainer:
     self.config, self.tasks, self.strategy, self.seed = config, tasks, strategy, seed
     train_step.check_batch_split(HParamError, "train_batch_size", config.train_batch_size,
                                  strategy.num_replicas_in_sync, config.gradient_accumulation_steps)
+    qa = [t.name for t in tasks if t.head_type == "qa"]
+    if qa and 0 < config.length_bucket_width < config.beam_size:
+      raise HParamError(f"length_bucket_width {config.length_bucket_width} is below beam_size {config.beam_size}: "
+                        f"the {qa[0]} head takes the top beam_size positions of each example; set "
+                        f"length_bucket_width to at least {config.beam_size}, or 0")
     runtime.set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(seed)  # weight initialisation of the heads (and of a fresh encoder)
     self.model_config = config.model_config()
@@ -177,7 +208,7 @@ class Trainer:
     cfg = self.config
     if self.optimizer is None:
       self.make_optimizer(total_steps)
-    iterator = iter(make_dataset(arrays, cfg.train_batch_size, True, self.seed))
+    iterator = iter(make_dataset(arrays, cfg.train_batch_size, True, self.seed, cfg.length_bucket_width))
     ckpt = None
     if resume_dir:
       ckpt = checkpointing.Checkpointer(resume_dir, self.checkpoint_objects(), self.optimizer.iterations,
