@@ -227,10 +227,23 @@ def methods(args):
   return list(args.pretrained) + ["none"]
 
 
+def check_bucket_width(args):
+  """A work dir's POS fine-tunes share one ``--pos-bucket-width``: stops with one line on a finished POS trial
+  that used another (units are named without it)."""
+  stages = os.path.join(args.work_dir, "stages")
+  for name in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
+    if name.startswith(("select_pos_", "final_pos_")) and name.endswith(".json"):
+      used = (read_json(os.path.join(stages, name)) or {}).get("length_bucket_width", 0)
+      if used != args.pos_bucket_width:
+        raise SystemExit(f"error: {args.work_dir} holds POS fine-tunes with --pos-bucket-width {used} ({name}); "
+                         f"pass --pos-bucket-width {used}, or use a new --work-dir")
+
+
 def run(args):
   if args.report:
     report(args)
     return
+  check_bucket_width(args)
   cells = plan(args)
   for task, size, _ in dealt(args, cells):
     unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)

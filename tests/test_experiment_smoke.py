@@ -320,3 +320,23 @@ def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
   assert chosen()["chosen"] == Setting(3e-4, 80) and chosen()["converged"] is None
   args.extend_examples = 0  # the grid alone
   assert chosen()["chosen"] == Setting(3e-4, 20) and chosen()["converged"] is None
+
+
+def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_path):
+  """POS units are named without the bucket width, so a work dir whose finished POS trials used another
+  --pos-bucket-width stops with one line instead of mixing the two."""
+  sys.path.insert(0, str(REPO_ROOT / "experiments"))
+  spec = importlib.util.spec_from_file_location("label_efficiency",
+                                                REPO_ROOT / "experiments" / "label_efficiency.py")
+  le = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(le)
+  (tmp_path / "stages").mkdir()
+  (tmp_path / "stages" / "select_sst_none_all_lr1e-3_ep1.json").write_text('{"length_bucket_width": 0}')
+  args = le.parse_args(["--data-dir", "unused", "--work-dir", str(tmp_path), "--pos-bucket-width", "16"])
+  le.check_bucket_width(args)  # sst units never use it
+  (tmp_path / "stages" / "select_pos_none_all_lr1e-3_ep2.json").write_text('{"value": 70.0}')  # before the flag
+  with pytest.raises(SystemExit, match="--pos-bucket-width 0 .*select_pos_none_all_lr1e-3_ep2.json.*"
+                                       "pass --pos-bucket-width 0, or use a new --work-dir"):
+    le.check_bucket_width(args)
+  args.pos_bucket_width = 0
+  le.check_bucket_width(args)
