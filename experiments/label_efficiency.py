@@ -13,7 +13,8 @@ Protocol (docs/experiments/label_efficiency.md):
   (``electra_tf.finetuning.splits``), never dev's; the labelled subsets of ``--sizes`` are the first k of the
   rest (nested, the same for every method). Dev is the task's real dev set.
 - **Baselines** (``electra_tf.finetuning.baselines``), on the same subsets: majority class of the training
-  labels, TF-IDF + logistic regression (C chosen on validation); for POS the most-frequent-tag lookup.
+  labels, TF-IDF + logistic regression (C chosen on validation); for POS the most-frequent-tag lookup, on the
+  words as written and lowercased (what the uncased models see).
 - **Selection.** Every neural model (each ``--pretrained NAME=MODEL_DIR`` and ``none``, random weights) gets
   its own setting per size from the same grid: peak LR in ``--grid-lrs`` x a training budget of
   ``--grid-examples`` examples seen (epochs = budget / size, at least 1), so a trial costs the same at every
@@ -55,9 +56,10 @@ STAGES = ("baselines", "select", "final", "summary")
 # our task name -> (library task, file format, metric, fine-tuning max_seq_length)
 TASKS = {"sst": ("sst", "tsv", "accuracy", 64), "pos": ("chunk", "conll", "f1", 128)}
 LABELS = {"electra": "ELECTRA", "mlm": "MLM only", "none": "random weights", "tfidf": "TF-IDF + LR",
-          "lookup": "most-frequent tag", "majority": "majority class"}
+          "lookup": "most-frequent tag", "lookup_lowercase": "most-frequent tag, lowercased",
+          "majority": "majority class"}
 COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf": "tab:green",
-          "lookup": "tab:green", "majority": "black"}
+          "lookup": "tab:green", "lookup_lowercase": "tab:olive", "majority": "black"}
 
 
 def _method_and_steps(name: str):
@@ -110,10 +112,12 @@ def baseline_unit(args, task: str, size) -> dict:
             "tfidf": tfidf["dev_accuracy"], "tfidf_C": tfidf["C"],
             "tfidf_validation": {str(c): v for c, v in tfidf["validation"].items()}}
   path = lambda root, split: os.path.join(root, "chunk", f"{split}.txt")
-  tagger = baselines.MostFrequentTagger().fit(read_conll(path(d["validation_root"], "train")))
-  return {"task": task, "size": d["train"], "lookup": tagger.accuracy(read_conll(path(d["dev_root"], "dev"))),
-          "lookup_validation": tagger.accuracy(read_conll(path(d["validation_root"], "dev"))),
-          "unknown_word_tags": tagger.unknown}
+  train = read_conll(path(d["validation_root"], "train"))
+  validation, dev = read_conll(path(d["validation_root"], "dev")), read_conll(path(d["dev_root"], "dev"))
+  tagger, uncased = baselines.MostFrequentTagger().fit(train), baselines.MostFrequentTagger(lowercase=True).fit(train)
+  return {"task": task, "size": d["train"], "lookup": tagger.accuracy(dev),
+          "lookup_validation": tagger.accuracy(validation), "unknown_word_tags": tagger.unknown,
+          "lookup_lowercase": uncased.accuracy(dev), "lookup_lowercase_validation": uncased.accuracy(validation)}
 
 
 # ---- neural --------------------------------------------------------------------------------------------------
@@ -344,7 +348,7 @@ def markdown(summary) -> str:
   for task in dict.fromkeys(r["task"] for r in summary["rows"]):
     rows = [r for r in summary["rows"] if r["task"] == task]
     names = list(dict.fromkeys(m for r in rows for m in r["methods"]))
-    classical = ["majority", "tfidf"] if task == "sst" else ["lookup"]
+    classical = ["majority", "tfidf"] if task == "sst" else ["lookup", "lookup_lowercase"]
     out.append(f"### {task}: dev {'accuracy' if task == 'sst' else 'F1 / word accuracy'} against labelled examples\n")
     out.append("| labels | " + " | ".join(label(c) for c in classical + names) + " | tests |")
     out.append("|---" * (len(classical) + len(names) + 2) + "|")
@@ -376,8 +380,8 @@ def plot(summary, path):
     for m in dict.fromkeys(m for r in rows for m in r["methods"]):
       lines.append((label(m), [(r["size"], r["methods"][m]["median"]) for r in rows
                                 if m in r["methods"] and "median" in r["methods"][m]]))
-    for c in (("tfidf", "majority") if task == "sst" else ("lookup",)):
-      lines.append((label(c), [(r["size"], r["baselines"][c]) for r in rows if r["baselines"]]))
+    for c in (("tfidf", "majority") if task == "sst" else ("lookup", "lookup_lowercase")):
+      lines.append((label(c), [(r["size"], r["baselines"][c]) for r in rows if c in (r["baselines"] or {})]))
     series.append((f"{task}: dev score against labelled examples (medians)", "%", lines,
                    {"xlabel": "labelled training examples", "logx": True, "xticks": [r["size"] for r in rows],
                     "colors": {label(m): color(m) for r in rows for m in [*r["methods"], *COLORS]}}))

@@ -297,7 +297,8 @@ def finetuning_args(args, pretrained: dict):
                       "--tasks", ",".join(args.tasks), "--neural-tasks", ",".join(args.tasks),
                       "--sizes", args.sst_sizes, "--pos-sizes", args.pos_sizes,
                       "--validation-size", str(args.validation_size), "--split-seed", str(args.split_seed),
-                      "--pos-bucket-width", str(args.pos_bucket_width), "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
+                      "--pos-bucket-width", str(args.pos_bucket_width),
+                      "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
                       "--extend-examples", str(args.extend_examples), "--selection-seed", str(args.sweep_seed),
                       "--seeds", str(args.seeds), "--first-seed", str(args.first_seed),
                       "--shard", f"{args.shard}/{args.num_shards}", "--until", "final"]
@@ -518,7 +519,8 @@ def markdown(summary) -> str:
     cells = [c for c in summary["cells"] if (c["task"], c["size"]) == (task, size)]
     b = cells[0]["baselines"]
     classical = (f"majority {b['majority']:.1f}, TF-IDF + LR {b['tfidf']:.1f} (C {b['tfidf_C']:g})" if task == "sst"
-                 else f"most-frequent tag {b['lookup']:.1f}")
+                 else f"most-frequent tag {b['lookup']:.1f}, on lowercased words "
+                      f"{b.get('lookup_lowercase', float('nan')):.1f}")
     lines += ["", f"{task}, {size:,} labelled examples, dev {'accuracy' if task == 'sst' else 'F1 (per-word accuracy)'}"
               f" (median (range) of {len(cells[0]['methods']['none']['dev'])} seeds; {classical}):", "",
               "| ELECTRA / MLM steps | FLOPs | ELECTRA | MLM only | random weights | E vs M p | E vs R p | M vs R p |",

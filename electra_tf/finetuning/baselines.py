@@ -12,7 +12,8 @@
   (hapax legomena, the words most like unseen ones): shape ``number`` (has a digit), ``capitalised``
   (first character upper case) or ``other``. On Penn Treebank data this gives NNP for capitalised and NN for
   other unknown words, derived from the data rather than written in; a shape without hapaxes falls back to
-  the commonest tag overall.
+  the commonest tag overall. ``lowercase=True`` looks words up lowercased, shapes included: the information
+  an uncased model's input keeps (no capitalisation, so no ``capitalised`` shape).
 """
 
 import collections
@@ -103,12 +104,18 @@ def _commonest(counts: collections.Counter) -> str:
 class MostFrequentTagger:
   """Each known word's commonest training tag; unknown words by shape (module docstring)."""
 
+  def __init__(self, lowercase: bool = False):
+    self.lowercase = lowercase
+
+  def _key(self, word: str) -> str:
+    return word.lower() if self.lowercase else word
+
   def fit(self, sentences: typing.Iterable[typing.Tuple[typing.Sequence[str], typing.Sequence[str]]]):
     per_word = collections.defaultdict(collections.Counter)
     overall = collections.Counter()
     for words, tags in sentences:
       for word, tag in zip(words, tags):
-        per_word[word][tag] += 1
+        per_word[self._key(word)][tag] += 1
         overall[tag] += 1
     if not overall:
       raise ValueError("no tagged words to fit on")
@@ -123,7 +130,8 @@ class MostFrequentTagger:
     return self
 
   def tag(self, words: typing.Sequence[str]) -> list:
-    return [self.lookup.get(w) or self.unknown[word_shape(w)] for w in words]
+    keys = [self._key(w) for w in words]
+    return [self.lookup.get(k) or self.unknown[word_shape(k)] for k in keys]
 
   def accuracy(self, sentences) -> float:
     """Percent of words tagged right over all ``(words, tags)`` sentences."""
