@@ -1,6 +1,7 @@
 """Smoke test of experiments/paper_claim.py --quick (every stage, tiny sizes, two shards), its FLOP count against
 the reference's published totals, and the planning of experiments/short_run_sweep.py."""
 
+import collections
 import importlib.util
 import itertools
 import json
@@ -340,3 +341,43 @@ def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_pat
     le.check_bucket_width(args)
   args.pos_bucket_width = 0
   le.check_bucket_width(args)
+
+
+def test_tagger_errors_quick(tmp_path, data_dir):
+  """experiments/tagger_errors.py --quick: the model and both lookups are scored on the same words, the scored
+  and the cut words add up to the split's words, and the lookups' figures equal a lookup counted here."""
+  work = tmp_path / "te"
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
+  cmd = [sys.executable, str(REPO_ROOT / "experiments" / "tagger_errors.py"), "--work-dir", str(work), "--quick",
+         "--pos-bucket-width", "16"]
+  proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=1200)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  result = json.loads((work / "tagger_errors_none_lr0.001_ep1_seed0.json").read_text())
+  assert "| validation | most-frequent tag, lowercased |" in proc.stdout
+
+  def sentences(path):
+    blocks = [b.split("\n") for b in path.read_text(encoding="utf-8").split("\n\n") if b.strip()]
+    return [([l.split()[0] for l in b if l.strip()], [l.split()[-1] for l in b if l.strip()]) for b in blocks]
+
+  root = work / "subsets" / "pos_all" / "validation" / "chunk"
+  train, validation = sentences(root / "train.txt"), sentences(root / "dev.txt")
+  assert len(train) == 250 and len(validation) == 50
+  counts = {}
+  for words, tags in train:
+    for w, t in zip(words, tags):
+      counts.setdefault(w.lower(), collections.Counter())[t] += 1
+  for split, data in (("train", train), ("dev", validation)):
+    rows, cut = result["splits"][split]["rows"], result["splits"][split]["words_beyond_max_seq_length"]
+    assert rows["model"]["words"] == rows["lookup"]["words"] == rows["lookup_lowercase"]["words"]
+    assert rows["model"]["words"] + cut == sum(len(w) for w, _ in data) and cut > 0
+    if split == "train":
+      assert rows["lookup"]["known_share"] == 100.0 and rows["lookup"]["unknown"] is None
+  # the lowercased lookup on the validation split's scored known words, counted here
+  scored_counts = result["splits"]["dev"]["scored_words_per_sentence"]
+  assert len(scored_counts) == len(validation)
+  best = {w: min(c, key=lambda t: (-c[t], t)) for w, c in counts.items()}
+  known = [(w, t) for (words, tags), k in zip(validation, scored_counts) for w, t in zip(words[:k], tags[:k])
+           if w.lower() in best]
+  row = result["splits"]["dev"]["rows"]["lookup_lowercase"]
+  assert row["known"] == pytest.approx(round(100 * sum(best[w.lower()] == t for w, t in known) / len(known), 2))
+  assert row["known_share"] == pytest.approx(round(100 * len(known) / row["words"], 2))
