@@ -221,3 +221,14 @@ def test_length_buckets_cut_only_padding(tmp_path, bert_vocab, tokenizer):
     seen.update(rows.tolist())
     widths.add(cut)
   assert seen == set(range(n)) and widths == set(bucket_lengths(width, t))
+
+
+def test_length_buckets_narrower_than_the_qa_beam_are_refused(tmp_path, bert_vocab, tokenizer):
+  """A QA head takes the top beam_size positions of every example, so a bucket narrower than that is refused
+  before training, in one line."""
+  from electra_tf.hparams import HParamError
+  cfg = tiny_config(tmp_path, ["squad"], bert_vocab, length_bucket_width=16, beam_size=20)
+  with pytest.raises(HParamError, match="length_bucket_width 16 is below beam_size 20.*at least 20, or 0"):
+    Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.OneDeviceStrategy("/cpu:0"), seed=0)
+  cfg = tiny_config(tmp_path, ["squad"], bert_vocab, length_bucket_width=32, beam_size=20)
+  assert Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.OneDeviceStrategy("/cpu:0"), seed=0).model
