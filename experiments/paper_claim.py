@@ -462,13 +462,14 @@ def plot(summary, path):
   for task, size in dict.fromkeys((c["task"], c["size"]) for c in summary["cells"]):
     cells = sorted((c for c in summary["cells"] if (c["task"], c["size"]) == (task, size)), key=lambda c: c["flops"])
     xs = [c["flops"] for c in cells]
-    classical = "tfidf" if task == "sst" else "lookup"
+    classical = [c for c in (("tfidf",) if task == "sst" else ("lookup", "lookup_lowercase"))
+                 if c in cells[0]["baselines"]]
     series = [(le.label(m), [(x, c["methods"][m]["median"]) for x, c in zip(xs, cells)])
               for m in ("electra", "mlm", "none")]
-    series.append((le.label(classical), [(x, cells[0]["baselines"][classical]) for x in xs]))
+    series += [(le.label(b), [(x, cells[0]["baselines"][b]) for x in xs]) for b in classical]
     panels.append((f"{task}, {size:,} labelled: dev (medians)", "%", series,
                    {"xlabel": "pre-training FLOPs (reference count)", "logx": True,
-                    "colors": {le.label(k): le.color(k) for k in ("electra", "mlm", "none", classical)}}))
+                    "colors": {le.label(k): le.color(k) for k in ("electra", "mlm", "none", *classical)}}))
   held = []
   for length in summary["lengths"]:
     for m, run in length["runs"].items():
@@ -488,15 +489,16 @@ def _median_range(m: dict) -> str:
 
 def markdown(summary) -> str:
   base = summary["data"]["heldout_unigram_baseline"]
-  lines = [f"LR sweep (one sst fine-tune per point, {selection.Setting(**summary['sweep']['finetuning']).describe()}"
-           ", scored on the validation split):", "",
-           "| method | peak LR | steps | held-out MLM acc. | disc_auc_real | sst validation |", "|---|---|---|---|---|---|"]
+  lines = [] if not summary["sweep"]["points"] else [
+      f"LR sweep (one sst fine-tune per point, {selection.Setting(**summary['sweep']['finetuning']).describe()}"
+      ", scored on the validation split):", "",
+      "| method | peak LR | steps | held-out MLM acc. | disc_auc_real | sst validation |", "|---|---|---|---|---|---|"]
   for p in summary["sweep"]["points"]:
     auc = p["heldout"].get("disc_auc_real")
     lines.append(f"| {p['method']} | {p['learning_rate']:g} | {p['steps']} | "
                  f"{p['heldout'].get('masked_lm_accuracy', float('nan')):.3f} | "
                  f"{'-' if auc is None else f'{auc:.3f}'} | {p['sst_validation_accuracy']:.1f} |")
-  lines += ["", "chosen: " + ", ".join(f"{m} {c['learning_rate']:g} ({c['rule']})"
+  lines += ["" if lines else "LR sweep: none run", "chosen: " + ", ".join(f"{m} {c['learning_rate']:g} ({c['rule']})"
                                        for m, c in summary["sweep"]["chosen"].items()), ""]
   lines += ["| pre-training | peak LR | steps | FLOPs (reference count) | train-loop s | seq/s | held-out MLM acc. "
             f"(unigram baseline {base['accuracy']:.3f}, '{base['token']}') | disc_auc_real | disc_recall |",
