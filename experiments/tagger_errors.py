@@ -36,12 +36,12 @@ from units import write_json
 SPLITS = {"train": "the training subset", "dev": "validation"}  # the validation root's dev file is validation
 
 
-def breakdown(sentences, predict, known) -> dict:
-  """Word accuracy (%) of ``predict(words) -> tags`` over ``sentences`` [(words, gold tags)], overall and on
-  known words, unknown words and gold NNP words; with the share of known words."""
+def breakdown(sentences, guesses, known) -> dict:
+  """Word accuracy (%) of ``guesses`` (a tag list per sentence) over ``sentences`` [(words, gold tags)], overall
+  and on known words, unknown words and gold NNP words; with the share of known words."""
   right, count = collections.Counter(), collections.Counter()
-  for words, tags in sentences:
-    for word, gold, guess in zip(words, tags, predict(words)):
+  for (words, tags), guessed in zip(sentences, guesses):
+    for word, gold, guess in zip(words, tags, guessed):
       for group in ("all", "known" if word.lower() in known else "unknown") + (("NNP",) if gold == "NNP" else ()):
         count[group] += 1
         right[group] += guess == gold
@@ -76,17 +76,18 @@ def run(args) -> dict:
   for split in SPLITS:
     outs = trainer.predict(job.data.eval_arrays(task, split, cfg.eval_batch_size), cfg.eval_batch_size)[task.name]
     examples = {e.eid: e for e in task.get_examples(split)}
-    scored, model_tags, per_sentence = [], {}, {}
+    scored, model_tags, per_sentence = [], [], {}
     for eid, predicted, mask in zip(outs["eid"], outs["predictions"], outs["labels_mask"]):
       example, k = examples[int(eid)], int(mask.sum())
       scored.append((example.words[:k], example.tags[:k]))
-      model_tags[tuple(example.words[:k])] = [tag_of[int(p)] for p in predicted[:k]]
+      model_tags.append([tag_of[int(p)] for p in predicted[:k]])
       per_sentence[int(eid)] = k
-    rows = {"model": breakdown(scored, lambda words: model_tags[tuple(words)], known)}
-    rows.update({t: breakdown(scored, tagger.tag, known) for t, tagger in taggers.items()})
+    rows = {"model": breakdown(scored, model_tags, known)}
+    rows.update({t: breakdown(scored, [tagger.tag(words) for words, _ in scored], known)
+                 for t, tagger in taggers.items()})
     result["splits"][split] = {
-        "rows": rows, "words_beyond_max_seq_length": sum(len(e.words) for e in examples.values()) - len(
-            [w for words, _ in scored for w in words]),
+        "rows": rows,
+        "words_beyond_max_seq_length": sum(len(e.words) for e in examples.values()) - sum(per_sentence.values()),
         "scored_words_per_sentence": [per_sentence[eid] for eid in sorted(per_sentence)]}
   result["path"] = os.path.join(args.work_dir, f"tagger_errors_{name}.json")
   write_json(result["path"], result)
@@ -94,7 +95,8 @@ def run(args) -> dict:
 
 
 def markdown(result) -> str:
-  lines = ["| split | tagger | words | all | known words (share) | unknown words | NNP |", "|---|---|---:|---:|---:|---:|---:|"]
+  lines = ["| split | tagger | words | all | known words (share) | unknown words | NNP |",
+           "|---|---|---:|---:|---:|---:|---:|"]
   names = {"model": f"{le.label(result['method'])} fine-tuned", "lookup": le.label("lookup"),
            "lookup_lowercase": le.label("lookup_lowercase")}
   fmt = lambda v: "-" if v is None else f"{v:.1f}"
