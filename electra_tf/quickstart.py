@@ -3,11 +3,12 @@
     python -m electra_tf.quickstart [--sample-dir DIR] [--pretrain-steps N] [--vocab-file vocab.txt]
 
 1. sample text (IMDB reviews; Rotten Tomatoes sentences in the SST layout), a learned vocab, TFRecords; a seeded
-   subset of 500 labelled training sentences and a validation split of 500 other training sentences;
+   subset of 250 labelled training sentences (``presets.SAMPLE_LABELS``) and a validation split of 500 other
+   training sentences;
 2. pre-trains a tiny ELECTRA (progress bar; resumes if interrupted);
-3. fine-tunes it on the 500 sentences (every weight loaded, as the reference does) and the same network from
+3. fine-tunes it on the 250 sentences (every weight loaded, as the reference does) and the same network from
    random weights, with the same seeds, each with its setting from the presets (``SAMPLE_FINETUNING``);
-4. fits the classical baselines on the same 500 sentences: the majority class and TF-IDF + logistic
+4. fits the classical baselines on the same 250 sentences: the majority class and TF-IDF + logistic
    regression, its C chosen on the validation split;
 5. prints dev accuracy of all four, the tests of the differences, and writes ``quickstart_curves.png``.
 

@@ -148,8 +148,8 @@ def test_new_sample_text_or_vocab_drops_what_was_derived_from_the_old(tmp_path):
 @pytest.mark.long
 def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_baseline(tmp_path):
   """The full main job (`bash scripts/quickstart.sh`'s command): a tiny model pre-trained with the short-run
-  recipe on real text, every weight loaded, fine-tuned on 500 labelled sentences, has a higher median sst dev
-  accuracy than the same network from random weights and than TF-IDF + logistic regression on the same 500
+  recipe on real text, every weight loaded, fine-tuned on 250 labelled sentences, has a higher median sst dev
+  accuracy than the same network from random weights and than TF-IDF + logistic regression on the same 250
   sentences, and the headline line says so with the numbers the summary holds."""
   # As users run it: TensorFlow's own thread pools over every core, not a test worker's share
   # (tests/conftest.py), so once the other workers finish it has the whole machine.
@@ -161,7 +161,7 @@ def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_ba
   summary = json.loads((tmp_path / "quickstart_summary.json").read_text())
   per_seed, dev = summary["dev_accuracy_per_seed"], summary["dev_accuracy"]
   pre, none = per_seed["pretrained"], per_seed["no_pretraining"]
-  assert len(pre) == len(none) == presets.SAMPLE_FINETUNE_SEEDS == 5 and summary["labels"] == 500
+  assert len(pre) == len(none) == presets.SAMPLE_FINETUNE_SEEDS == 5 and summary["labels"] == presets.SAMPLE_LABELS == 250
   heldout = summary["heldout_pretraining_metrics"]
   # no collapse: a constant discriminator reads disc_auc_real near 0.5 and recall near 0 (docs/short_runs.md)
   assert heldout["disc_auc_real"] > 0.75 and heldout["disc_recall"] > 0.03, heldout
@@ -169,4 +169,4 @@ def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_ba
   assert statistics.median(pre) > statistics.median(none), per_seed
   assert statistics.median(pre) > dev["tfidf_logreg"], (per_seed, dev)
   assert (f"TF-IDF + logistic regression {dev['tfidf_logreg']:.1f} | random weights {statistics.median(none):.1f} | "
-          f"pre-trained {statistics.median(pre):.1f} (5 seeds each, 500 labels)") in proc.stdout.splitlines()
+          f"pre-trained {statistics.median(pre):.1f} (5 seeds each, 250 labels)") in proc.stdout.splitlines()
