@@ -24,7 +24,7 @@ import time
 from electra_tf.cli import common  # first: it quiets TensorFlow's start-up before anything loads TensorFlow
 from electra_tf import presets, reporting, sample_data, seed_comparison  # pylint: disable=wrong-import-order
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
-from electra_tf.finetuning import baselines, get_task, run_finetuning, splits
+from electra_tf.finetuning import FinetuningRun, baselines, get_task, splits
 from electra_tf.pretraining import evaluation, trainer
 
 NO_PRETRAINING_NAME = "electra_sample_no_pretraining"
@@ -116,7 +116,12 @@ def run(args) -> dict:
     settings[key] = {k: ft[k] for k in ("learning_rate", "num_train_epochs")}
     ft_cfg = FinetuningConfig.create(name, str(root), **ft, num_trials=seeds, raw_data_dir=split["dev_root"],
                                      **({"init_checkpoint": init} if init else {}))
-    accuracies[key] = _accuracies(run_finetuning(ft_cfg, progress=not args.no_progress))
+    job = FinetuningRun(ft_cfg, progress=not args.no_progress)
+    results = job.run()
+    if job.stopped:  # the seeds so far would make a comparison of fewer seeds than it says
+      print("stopped during fine-tuning; rerun the same command to resume", flush=True)
+      return None
+    accuracies[key] = _accuracies(results)
 
   print("== 4/5 classical baselines on the same sentences", flush=True)
   classical = classical_baselines(split)

@@ -141,3 +141,21 @@ def test_fine_tuning_selection_never_reads_dev(data_dir, bert_vocab, tmp_path):
     dev_scores.append(selection.finetune_score(factory, result["chosen"], 1, out["dev_root"], "sst", "accuracy"))
   assert chosen[0] == chosen[1]
   assert dev_scores[0] != dev_scores[1]
+
+
+def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
+  """A stop signal during a scored trial (the run saves the trial's checkpoint and returns no result for it):
+  ``finetune_score`` exits with the line that says to rerun, instead of an IndexError or a score."""
+
+  class StoppedRun:
+    stopped = True
+
+    def __init__(self, cfg, progress):
+      del cfg, progress
+
+    def run(self):
+      return []
+
+  monkeypatch.setattr(selection, "FinetuningRun", StoppedRun)
+  with pytest.raises(SystemExit, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command to resume"):
+    selection.finetune_score(lambda **kw: kw, selection.Setting(1e-3, 2), 1, "root", "sst", "accuracy")
