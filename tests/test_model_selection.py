@@ -157,5 +157,5 @@ def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
       return []
 
   monkeypatch.setattr(selection, "FinetuningRun", StoppedRun)
-  with pytest.raises(SystemExit, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command to resume"):
+  with pytest.raises(SystemExit, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command"):
     selection.finetune_score(lambda **kw: kw, selection.Setting(1e-3, 2), 1, "root", "sst", "accuracy")

@@ -8,6 +8,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -118,6 +119,40 @@ def test_fine_tuned_model_predicts_its_reported_accuracy(quick_run):
                                 do_train=False, init_checkpoint=str(saved))
   results = run_finetuning(cfg, progress=False)
   assert results[0]["sst"]["accuracy"] == pytest.approx(summary["dev_accuracy"]["pretrained"], abs=1e-6)
+
+
+def test_a_stop_during_fine_tuning_ends_the_job_without_a_comparison(quick_run, monkeypatch, capsys):
+  """A stop signal in a fine-tuning trial (the run keeps the seeds it finished): the job says to rerun and
+  returns, instead of comparing fewer seeds than it says; the finished run's summary stays as it was."""
+  from electra_tf import quickstart
+  root, _ = quick_run
+  summary = root / "quickstart_summary.json"
+  before = summary.read_bytes()
+
+  class Pretrainer:  # the quick run finished pre-training; this one only says so
+    def __init__(self, cfg, progress):
+      del cfg, progress
+
+    def train(self):
+      return types.SimpleNamespace(status="finished")
+
+    def evaluate(self):
+      pass
+
+  class StoppedRun:  # one trial finished, the next one stopped
+    stopped = True
+
+    def __init__(self, cfg, progress):
+      del cfg, progress
+
+    def run(self):
+      return [{"trial": 1, "seed": 1, presets.SAMPLE_TASK: {"accuracy": 50.0}}]
+
+  monkeypatch.setattr(quickstart.trainer, "Trainer", Pretrainer)
+  monkeypatch.setattr(quickstart, "FinetuningRun", StoppedRun)
+  assert quickstart.run(quickstart.parse_args(["--quick", "--no-progress", "--sample-dir", str(root)])) is None
+  assert "stopped during fine-tuning; rerun the same command to resume" in capsys.readouterr().out
+  assert summary.read_bytes() == before
 
 
 def test_new_sample_text_or_vocab_drops_what_was_derived_from_the_old(tmp_path):
