@@ -12,8 +12,9 @@ loss and optimizer (layer-wise LR, clip, AdamW). The first step (tracing) is exc
 there, the tagging head, one Trainer per width, alternating ``--rounds`` times; also the mean batch width.
 
 ``--sample-trials N``: the wall time of each of N whole trials (build, train, evaluate, save) of the main
-job's fine-tuning (the sample model from random weights on the sample sst task, one process), which is what
-the main job's budget pays for, start-up and tracing included.
+job's fine-tuning (the sample model from random weights on the main job's labelled subset of the sample sst
+task, with the setting the main job gives random weights; one process), which is what the main job's budget
+pays for, start-up and tracing included.
 """
 
 import argparse
@@ -114,15 +115,17 @@ def length_buckets(widths, size, seq_len, batch, steps, rounds, pos_dir, vocab_f
 
 
 def sample_trials(n: int, sample_dir: str) -> dict:
-  from electra_tf import presets, sample_data  # pylint: disable=g-import-not-at-top
+  from electra_tf import presets, quickstart, sample_data  # pylint: disable=g-import-not-at-top
   from electra_tf.configs import FinetuningConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.finetuning import run_finetuning  # pylint: disable=g-import-not-at-top
   root = sample_data.ensure_sample_setup(sample_dir, log=lambda *_: None, build_records=False)
-  hparams = presets.sample_finetuning_hparams(sample_data.vocab_size_of(root / "vocab.txt"))
+  split = quickstart.label_subset(root)
+  hparams = presets.sample_label_subset_hparams(sample_data.vocab_size_of(root / "vocab.txt"), "random")
   cfg = FinetuningConfig.create("bench_sample_trials", str(root), **hparams, init_checkpoint="none",
-                                num_trials=n)
+                                num_trials=n, raw_data_dir=split["dev_root"])
   results = run_finetuning(cfg, progress=False)
-  return {"sample_trials": n, "trial_seconds": [round(r["time"], 1) for r in results],
+  return {"sample_trials": n, "labels": split["train"], "learning_rate": hparams["learning_rate"],
+          "epochs": hparams["num_train_epochs"], "trial_seconds": [round(r["time"], 1) for r in results],
           "accuracy": [r[presets.SAMPLE_TASK]["accuracy"] for r in results]}
 
 

@@ -61,6 +61,15 @@ def _examples(raw_data_dir: str, split: str) -> baselines.Examples:
   return baselines.glue_examples(get_task(cfg, presets.SAMPLE_TASK, None).get_examples(split))
 
 
+def label_subset(root, labels: int = presets.SAMPLE_LABELS, validation_size: int = presets.SAMPLE_VALIDATION_SIZE
+                 ) -> dict:
+  """Writes (or keeps) the main job's seeded subset of ``labels`` sst training sentences and its validation split
+  under ``root/label_subsets`` (``splits.write_subset``); returns its description."""
+  return splits.write_subset(str(root / "finetuning_data" / presets.SAMPLE_TASK), presets.SAMPLE_TASK,
+                             str(root / "label_subsets" / f"{labels}_seed{presets.SAMPLE_SPLIT_SEED}"), "tsv",
+                             validation_size, labels, presets.SAMPLE_SPLIT_SEED)
+
+
 def classical_baselines(split: dict) -> dict:
   """Majority class and TF-IDF + logistic regression on the subset, C chosen on the validation split."""
   train = _examples(split["validation_root"], "train")
@@ -87,10 +96,7 @@ def run(args) -> dict:
         f"of {validation_size}", flush=True)
   root = sample_data.ensure_sample_setup(args.sample_dir, vocab_file=args.vocab_file, **quick)
   vocab = root / "vocab.txt"
-  task_dir = root / "finetuning_data" / presets.SAMPLE_TASK
-  split = splits.write_subset(str(task_dir), presets.SAMPLE_TASK,
-                              str(root / "label_subsets" / f"{labels}_seed{presets.SAMPLE_SPLIT_SEED}"), "tsv",
-                              validation_size, labels, presets.SAMPLE_SPLIT_SEED)
+  split = label_subset(root, labels, validation_size)
 
   print(f"== 2/5 pre-training a tiny ELECTRA ({steps} steps)", flush=True)
   vocab_size = sample_data.vocab_size_of(vocab)
