@@ -49,7 +49,7 @@ import tensorflow as tf
 
 from electra_tf import presets, reporting, sample_data
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
-from electra_tf.finetuning import FinetuningRun
+from electra_tf.finetuning.run import run_every_trial
 from electra_tf.pretraining import trainer
 
 STAGE_A_LRS = (1e-4, 3e-4, 1e-3, 2e-3)
@@ -191,10 +191,7 @@ def finetune(data_dir: str, name: str, init_checkpoint=None, seed: int = FINETUN
   hparams = {**presets.sample_finetuning_hparams(vocab_size), "num_train_epochs": FINETUNE_EPOCHS}
   cfg = FinetuningConfig.create(name, data_dir, **hparams, **overrides, seed=seed, num_trials=1)
   start = time.time()
-  job = FinetuningRun(cfg, progress=False)
-  results = job.run()
-  if job.stopped:
-    raise SystemExit(f"fine-tuning {name} stopped by a signal; rerun the same command to resume it")
+  results = run_every_trial(cfg, name)
   return {"sst_accuracy": float(results[-1][presets.SAMPLE_TASK]["accuracy"]), "finetune_seed": seed,
           "finetune_seconds": round(time.time() - start, 1)}
 

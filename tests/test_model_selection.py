@@ -145,7 +145,8 @@ def test_fine_tuning_selection_never_reads_dev(data_dir, bert_vocab, tmp_path):
 
 def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
   """A stop signal during a scored trial (the run saves the trial's checkpoint and returns no result for it):
-  ``finetune_score`` exits with the line that says to rerun, instead of an IndexError or a score."""
+  ``finetune_score`` exits with the line that says to rerun (``run.run_every_trial``), instead of an IndexError
+  or a score."""
 
   class StoppedRun:
     stopped = True
@@ -156,6 +157,7 @@ def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
     def run(self):
       return []
 
-  monkeypatch.setattr(selection, "FinetuningRun", StoppedRun)
+  from electra_tf.finetuning import run as run_lib
+  monkeypatch.setattr(run_lib, "FinetuningRun", StoppedRun)
   with pytest.raises(SystemExit, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command"):
     selection.finetune_score(lambda **kw: kw, selection.Setting(1e-3, 2), 1, "root", "sst", "accuracy")

@@ -246,3 +246,13 @@ class FinetuningRun:
 def run_finetuning(config, tokenizer=None, progress: bool = True) -> typing.List[dict]:
   """Runs every trial of ``config`` and returns the per-trial results (see module docstring)."""
   return FinetuningRun(config, tokenizer, progress).run()
+
+
+def run_every_trial(config, what: str, progress: bool = False) -> typing.List[dict]:
+  """``run_finetuning`` for a caller that needs every trial's result: a stop signal (the running trial's
+  checkpoint is saved) ends the process with one line naming ``what`` stopped and saying to rerun."""
+  job = FinetuningRun(config, progress=progress)
+  results = job.run()
+  if job.stopped:
+    raise SystemExit(f"fine-tuning {what} stopped by a signal; rerun the same command to resume it")
+  return results

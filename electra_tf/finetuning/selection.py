@@ -14,7 +14,7 @@ import math
 import statistics
 import typing
 
-from electra_tf.finetuning.run import FinetuningRun
+from electra_tf.finetuning.run import run_every_trial
 
 
 class Setting(typing.NamedTuple):
@@ -113,12 +113,7 @@ def finetune_score(config_factory: typing.Callable[..., typing.Any], setting: Se
   makes the ``FinetuningConfig`` (model, data dir, init checkpoint and the rest)."""
   cfg = config_factory(**setting.hparams(), seed=seed, num_trials=1, raw_data_dir=raw_data_dir,
                        keep_all_models=False)
-  job = FinetuningRun(cfg, progress=False)
-  results = job.run()
-  if job.stopped:  # a stop signal: the trial's checkpoint is saved, and there is no score to return
-    raise SystemExit(f"fine-tuning {setting.describe()}, seed {seed} stopped by a signal; rerun the same command "
-                     f"to resume it")
-  value = float(results[-1][task][metric])
+  value = float(run_every_trial(cfg, f"{setting.describe()}, seed {seed}")[-1][task][metric])
   if not math.isfinite(value):
     raise ValueError(f"{task} {metric} is {value} for {setting.describe()}, seed {seed}")
   return value
