@@ -108,6 +108,42 @@ def test_sigterm_mid_trial_then_rerun_equals_the_uninterrupted_run(sst_root, ber
   assert not (sst_root / "models/killed/finetuning_resume").exists()  # done: nothing left to resume
 
 
+@pytest.mark.slow
+def test_the_next_trial_on_the_reset_trainer_equals_a_new_trainer(sst_root, bert_vocab, monkeypatch):
+  """A run's trials share one trainer (``Trainer.reset``) and trace and compile the XLA step once; each trial
+  still ends with the weights and dev results of a trainer built new for its seed, bit for bit."""
+  from electra_tf.finetuning import run as run_lib
+  from electra_tf.training import loop
+  compiled = []
+  original_compile = loop.compile_loop
+
+  def counting_compile(*args, **kwargs):
+    compiled.append(1)
+    return original_compile(*args, **kwargs)
+
+  def new_trainer_each_trial(self, seed):
+    return run_lib.Trainer(self.config, self.tasks, self.strategy, seed)
+
+  with monkeypatch.context() as m:
+    m.setattr(loop, "compile_loop", counting_compile)
+    shared = run_lib.FinetuningRun(_config(sst_root, bert_vocab, "shared", num_trials=2, keep_all_models=True,
+                                           use_xla=True), progress=False)
+    shared_results = shared.run()
+  assert len(compiled) == 1
+  with monkeypatch.context() as m:
+    m.setattr(run_lib.FinetuningRun, "trainer_for", new_trainer_each_trial)
+    fresh = run_lib.FinetuningRun(_config(sst_root, bert_vocab, "fresh", num_trials=2, keep_all_models=True,
+                                          use_xla=True), progress=False)
+    fresh_results = fresh.run()
+  assert [r["sst"] for r in shared_results] == [r["sst"] for r in fresh_results]
+  assert shared_results[0]["sst"] != shared_results[1]["sst"]  # the seeds differ, so do the trials
+  for trial in (1, 2):
+    want, got = _trial_weights(fresh, trial), _trial_weights(shared, trial)
+    assert want.keys() == got.keys()
+    for name in want:
+      np.testing.assert_array_equal(got[name], want[name], err_msg=f"trial {trial}: {name}")
+
+
 def test_resume_with_other_hparams_is_one_line(sst_root, bert_vocab):
   from electra_tf.errors import FinetuningError
   from electra_tf.finetuning import interrupted

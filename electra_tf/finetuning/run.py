@@ -1,7 +1,8 @@
 """``run_finetuning(config)``: trials of train -> evaluate -> write, as the reference's ``run_finetuning``.
 
-Per trial t (1-based; seed = ``config.seed + t - 1``): build the model, load ``init_checkpoint`` by
-reference names, train, save to ``finetuning_models/<tasks>_model_<t>``, score dev, optionally write
+Per trial t (1-based; seed = ``config.seed + t - 1``): initialise the model from the seed (the first trial
+builds it and its compiled steps, the next ones reset the same objects: ``Trainer.reset``), load
+``init_checkpoint`` by reference names, train, save to ``finetuning_models/<tasks>_model_<t>``, score dev, optionally write
 test predictions and GLUE submission files, and rewrite ``results/<tasks>_results.{txt,pkl,json}``
 with every trial so far plus the median / mean / std summary.
 
@@ -120,6 +121,16 @@ class FinetuningRun:
     self.trial_results = []
     self.init_checkpoint = resolve_init_checkpoint(config)
     self.interrupted = interrupted.InterruptedRun(config, self.tasks_key)
+    self._trainer = None
+
+  def trainer_for(self, seed: int) -> Trainer:
+    """The trial's trainer: built for the first trial, ``reset`` to ``seed`` for the next ones, so the
+    run traces and compiles its steps once (a trial starts as a new ``Trainer`` would)."""
+    if self._trainer is None:
+      self._trainer = Trainer(self.config, self.tasks, self.strategy, seed)
+    else:
+      self._trainer.reset(seed)
+    return self._trainer
 
   def model_dir(self, trial: int) -> str:
     return os.path.join(self.config.model_dir, "finetuning_models", f"{self.tasks_key}_model_{trial}")
@@ -165,7 +176,7 @@ class FinetuningRun:
     one trial; None when a stop signal interrupted it (its checkpoint is saved)."""
     cfg = self.config
     seed = cfg.seed + trial - 1
-    trainer = Trainer(cfg, self.tasks, self.strategy, seed)
+    trainer = self.trainer_for(seed)
     if self.init_checkpoint:
       load_encoder(trainer.model, self.init_checkpoint, cfg.reinit_embeddings)
     results = {"trial": trial, "seed": seed}

@@ -79,21 +79,22 @@ def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0,
 
 
 class _Objective:
-  """The summed task losses of one micro-batch, as ``training.step.ReplicaStep`` runs it."""
+  """The summed task losses of one micro-batch, as ``training.step.ReplicaStep`` runs it. The trial's seed is
+  a variable, so the compiled step serves every trial of a run (``Trainer.reset``)."""
 
-  def __init__(self, model, seed: int):
-    self.model, self.seed = model, seed
-    self.base_seed = tf.constant([seed, 0x5EED], tf.int32)
+  def __init__(self, model, seed_var: tf.Variable):
+    self.model, self.seed = model, seed_var
 
   def prepare(self, features, ctx):
     return ()
 
   def replica_seed(self, step, replica_id):
-    seed = tf.random.experimental.stateless_fold_in(self.base_seed, tf.cast(step, tf.int32))
+    base = tf.stack([tf.identity(self.seed), tf.constant(0x5EED, tf.int32)])
+    seed = tf.random.experimental.stateless_fold_in(base, tf.cast(step, tf.int32))
     return tf.random.experimental.stateless_fold_in(seed, replica_id)
 
   def example_key(self, step):
-    return step_key(self.seed, step, DROPOUT_STREAM)
+    return step_key(tf.identity(self.seed), step, DROPOUT_STREAM)
 
   def forward(self, features, step, row_offset, prepared, dropout_seed):
     loss, _ = self.model(features, training=True, dropout_seed=dropout_seed)
@@ -133,7 +134,9 @@ class _LossLog:
 
 
 class Trainer:
-  """Owns the model, its optimizer and compiled steps for one trial."""
+  """Owns the model, its optimizer and compiled steps. ``reset(seed)`` starts the next trial of a run on the
+  same objects: the weights a new trainer with that seed would build, a fresh optimizer state, and the
+  compiled training and prediction steps kept (their tracing and XLA compilation are paid once per run)."""
 
   def __init__(self, config, tasks, strategy: tf.distribute.Strategy, seed: int):
     self.config, self.tasks, self.strategy, self.seed = config, tasks, strategy, seed
@@ -145,15 +148,40 @@ class Trainer:
                         f"the {qa[0]} head takes the top beam_size positions of each example; set "
                         f"length_bucket_width to at least {config.beam_size}, or 0")
     runtime.set_precision_policy(config.mixed_precision)
-    keras.utils.set_random_seed(seed)  # weight initialisation of the heads (and of a fresh encoder)
     self.model_config = config.model_config()
+    self.model = self._new_model(seed)
     with strategy.scope():
-      self.model = FinetuningModel(self.model_config, tasks)
-      self.model.build()
       self.loss_scale = DynamicLossScale() if config.mixed_precision == "float16" else None
+      self.seed_var = tf.Variable(seed, dtype=tf.int32, trainable=False, name="trial_seed")
     self.optimizer = None
     self.stop_signal = None
     self._train_loop = self._predict_step = None
+
+  def _new_model(self, seed: int) -> FinetuningModel:
+    keras.utils.set_random_seed(seed)  # weight initialisation of the heads (and of a fresh encoder)
+    with self.strategy.scope():
+      model = FinetuningModel(self.model_config, self.tasks)
+      model.build()
+    return model
+
+  def reset(self, seed: int):
+    """The state a new ``Trainer(config, tasks, strategy, seed)`` would start from, on these objects: the
+    weights initialised from ``seed`` (copied from a model built as ``__init__`` builds it), the optimizer's
+    slots and step at zero, the loss scale at its start and ``seed`` for the dropout masks and data order."""
+    fresh = self._new_model(seed)
+    mine, theirs = self.model.weights, fresh.weights
+    if [tuple(v.shape) for v in mine] != [tuple(v.shape) for v in theirs]:
+      raise FinetuningError("reset: a model built from the same config has other weights")  # a bug, not input
+    for variable, value in zip(mine, theirs):
+      variable.assign(value)
+    if self.optimizer is not None:
+      for variable in self.optimizer.variables:  # Adam's moments and the step counter start at zero
+        variable.assign(tf.zeros_like(variable))
+    if self.loss_scale is not None:
+      self.loss_scale.reset()
+    self.seed = seed
+    self.seed_var.assign(seed)
+    self.stop_signal = None
 
   def distribute(self, ds: tf.data.Dataset):
     """The dataset as the strategy's replicas read it (prediction). One device reads it directly: the
@@ -168,6 +196,7 @@ class Trainer:
 
   def make_optimizer(self, total_steps: int):
     cfg = self.config
+    self._train_loop = None  # a compiled loop captures the optimizer it was built with
     names = {id(v): n for n, v in self.model.reference_variables().items()}
     with self.strategy.scope():
       self.optimizer = create_optimizer(
@@ -180,7 +209,7 @@ class Trainer:
   def _build_train_loop(self):
     k = self.config.gradient_accumulation_steps
     self.replica_step = train_step.ReplicaStep(
-        _Objective(self.model, self.seed), self.model.trainable_variables, self.optimizer, self.strategy,
+        _Objective(self.model, self.seed_var), self.model.trainable_variables, self.optimizer, self.strategy,
         accumulation=k, loss_scale=self.loss_scale, use_xla=self.config.use_xla,
         per_example_dropout=uses_per_example_dropout(self.config))
     return loop.compile_loop(self.strategy, self.replica_step, {"loss": [], "grad_norm": []}, "loss", k)

@@ -16,11 +16,16 @@ class DynamicLossScale:
   """Create under the strategy's scope; ``apply`` runs inside the replica step."""
 
   def __init__(self, initial_scale: float = INITIAL_SCALE, growth_interval: int = GROWTH_INTERVAL):
-    self.growth_interval = growth_interval
+    self.growth_interval, self.initial_scale = growth_interval, initial_scale
     self.scale = tf.Variable(initial_scale, trainable=False, dtype=tf.float32, name="loss_scale",
                              aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     self.good_steps = tf.Variable(0, trainable=False, dtype=tf.int64, name="good_steps",
                                   aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+  def reset(self):
+    """Back to the start: the initial scale, no good steps counted."""
+    self.scale.assign(self.initial_scale)
+    self.good_steps.assign(0)
 
   def scale_loss(self, loss):
     return loss * self.scale
