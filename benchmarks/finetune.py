@@ -14,7 +14,7 @@ there, the tagging head, one Trainer per width, alternating ``--rounds`` times; 
 ``--sample-trials N``: the wall time of each of N whole trials (build, train, evaluate, save) of the main
 job's fine-tuning (the sample model from random weights on the main job's labelled subset of the sample sst
 task, with the setting the main job gives random weights; one process), which is what the main job's budget
-pays for, start-up and tracing included.
+pays for, start-up included; the first trial also traces and compiles the steps the next ones reuse.
 """
 
 import argparse

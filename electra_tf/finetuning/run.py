@@ -2,9 +2,9 @@
 
 Per trial t (1-based; seed = ``config.seed + t - 1``): initialise the model from the seed (the first trial
 builds it and its compiled steps, the next ones reset the same objects: ``Trainer.reset``), load
-``init_checkpoint`` by reference names, train, save to ``finetuning_models/<tasks>_model_<t>``, score dev, optionally write
-test predictions and GLUE submission files, and rewrite ``results/<tasks>_results.{txt,pkl,json}``
-with every trial so far plus the median / mean / std summary.
+``init_checkpoint`` by reference names, train, save to ``finetuning_models/<tasks>_model_<t>``, score dev,
+optionally write test predictions and GLUE submission files, and rewrite
+``results/<tasks>_results.{txt,pkl,json}`` with every trial so far plus the median / mean / std summary.
 
 SIGTERM / SIGINT stop the running trial with a checkpoint; rerunning the same command keeps the finished
 trials and resumes that one exactly (``interrupted``).

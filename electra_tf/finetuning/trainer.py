@@ -171,7 +171,7 @@ class Trainer:
     fresh = self._new_model(seed)
     mine, theirs = self.model.weights, fresh.weights
     if [tuple(v.shape) for v in mine] != [tuple(v.shape) for v in theirs]:
-      raise FinetuningError("reset: a model built from the same config has other weights")  # a bug, not input
+      raise RuntimeError("Trainer.reset: a model built from the same config has other weights")
     for variable, value in zip(mine, theirs):
       variable.assign(value)
     if self.optimizer is not None:

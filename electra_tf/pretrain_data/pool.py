@@ -8,6 +8,13 @@ import queue
 from electra_tf.errors import DataPrepError
 
 
+# Tasks submitted and not yet yielded, per process. Results leave in task order, so one slow task holds back
+# the window: at 2 the worker of a 2-process dump build sat idle behind the parent's task, and 2 processes
+# ran 1.3x one process; at 8, 1.7-1.9x (benchmarks/README.md, "Two processes on idle cores"). Each task
+# holds about ``chunk_chars`` of text and its examples.
+IN_FLIGHT_PER_PROCESS = 8
+
+
 def serve(task_q, result_q, init, work):
   """A worker's loop: ``init()`` once, then ``result_q.put(work(task))`` until the task is None."""
   try:
@@ -26,8 +33,8 @@ class SharedWork:
 
   The parent works too (``work(*task)``, its tokenizer is already loaded), so no time is lost while the
   workers start up (importing TensorFlow takes seconds); results (each with ``.index``, the task's first
-  element) are yielded in task order and at most ``2 * processes`` tasks are in flight, which bounds
-  memory. ``worker_main(task_q, result_q)`` is each worker's target (picklable: spawned).
+  element) are yielded in task order and at most ``IN_FLIGHT_PER_PROCESS * processes`` tasks are in flight,
+  which bounds memory. ``worker_main(task_q, result_q)`` is each worker's target (picklable: spawned).
   """
 
   def __init__(self, work, tasks, num_workers, worker_main, parent_works=True):
@@ -37,7 +44,7 @@ class SharedWork:
     self._tasks = iter(tasks)
     self._task_q = ctx.Queue()
     self._result_q = ctx.Queue()
-    self._max_pending = 2 * (num_workers + 1)
+    self._max_pending = IN_FLIGHT_PER_PROCESS * (num_workers + 1)
     self._procs = [ctx.Process(target=worker_main, args=(self._task_q, self._result_q), daemon=True)
                    for _ in range(num_workers)]
     for proc in self._procs:
