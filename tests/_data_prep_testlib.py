@@ -1,5 +1,9 @@
-"""Shared by the data-prep tests: the real Wikipedia dump excerpt as a fixture, and the check that a
-command fails with exactly one ``error:`` line and exit status 2."""
+"""Shared by the data-prep tests: the real Wikipedia dump excerpt as a fixture, the check that a command
+fails with exactly one ``error:`` line and exit status 2, and the benchmarks' input writers."""
+
+import importlib
+import pathlib
+import sys
 
 import pytest
 
@@ -20,3 +24,15 @@ def one_error_line(capsys, argv):
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and err[0].startswith("error: "), err
   return err[0]
+
+
+def benchmark_module(name: str):
+  """``benchmarks/<name>.py`` imported with ``sys.path`` restored afterwards: the benchmarks put their own
+  directory first on the path, where its ``finetune.py`` would shadow the ``finetune/`` scripts for every later
+  test in the process."""
+  saved = list(sys.path)
+  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+  try:
+    return importlib.import_module(name)
+  finally:
+    sys.path[:] = saved

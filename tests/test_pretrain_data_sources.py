@@ -8,14 +8,12 @@ import collections
 import gzip
 import io
 import json
-import pathlib
 import re
-import sys
 import tarfile
 
 import pytest
 
-from _data_prep_testlib import dump, one_error_line  # pylint: disable=unused-import
+from _data_prep_testlib import benchmark_module, dump, one_error_line  # pylint: disable=unused-import
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build, corpus, openwebtext, units
 
@@ -38,8 +36,7 @@ def _examples(directory):
 def write_multistream(dump, directory):
   """The real dump re-cut the way Wikimedia publishes multistream dumps (benchmarks/corpus_build.py's
   writer): a header stream, streams of 2 pages, a closing stream, and the index of ``offset:id:title``."""
-  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
-  import corpus_build  # pylint: disable=import-outside-toplevel
+  corpus_build = benchmark_module("corpus_build")
   xml = bz2.decompress(dump.read_bytes()).decode("utf-8")
   path = corpus_build.write_multistream(xml, directory, "enwiki-20171029-pages-articles", pages_per_stream=2)
   return path, directory / "enwiki-20171029-pages-articles-multistream-index.txt.bz2"

@@ -3,14 +3,12 @@ text), and a truncated or corrupt dump stops the build with one line naming the 
 
 import bz2
 import json
-import pathlib
 import re
 import shutil
-import sys
 
 import pytest
 
-from _data_prep_testlib import dump, one_error_line  # pylint: disable=unused-import
+from _data_prep_testlib import benchmark_module, dump, one_error_line  # pylint: disable=unused-import
 from electra_tf.cli import build_data
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import corpus
@@ -117,8 +115,7 @@ Last words.<references/>
 def test_benchmark_dump_excerpt_has_n_distinct_articles(tmp_path, dump):
   """benchmarks/data_prep.py --wikipedia's excerpt: N pages with distinct titles and ids, read as N
   documents, copy k of a page giving the page's own document."""
-  sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
-  import data_prep  # pylint: disable=import-outside-toplevel
+  data_prep = benchmark_module("data_prep")
   out = tmp_path / "excerpt.xml.bz2"
   data_prep.make_dump_excerpt(dump, out, 7)
   with bz2.open(out, "rt", encoding="utf-8") as f:
