@@ -114,7 +114,7 @@ def length_buckets(widths, size, seq_len, batch, steps, rounds, pos_dir, vocab_f
           for width, (_, _, mean_width, rates) in trainers.items()]
 
 
-def sample_trials(n: int, sample_dir: str) -> dict:
+def sample_trials(n: int, sample_dir: str, dropout: str = "keyed") -> dict:
   from electra_tf import presets, quickstart, sample_data  # pylint: disable=g-import-not-at-top
   from electra_tf.configs import FinetuningConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.finetuning import run_finetuning  # pylint: disable=g-import-not-at-top
@@ -122,9 +122,10 @@ def sample_trials(n: int, sample_dir: str) -> dict:
   split = quickstart.label_subset(root)
   hparams = presets.sample_label_subset_hparams(sample_data.vocab_size_of(root / "vocab.txt"), "random")
   cfg = FinetuningConfig.create("bench_sample_trials", str(root), **hparams, init_checkpoint="none",
-                                num_trials=n, raw_data_dir=split["dev_root"])
+                                num_trials=n, raw_data_dir=split["dev_root"],
+                                per_example_dropout=dropout == "keyed")
   results = run_finetuning(cfg, progress=False)
-  return {"sample_trials": n, "labels": split["train"], "learning_rate": hparams["learning_rate"],
+  return {"sample_trials": n, "labels": split["train"], "dropout": dropout, "learning_rate": hparams["learning_rate"],
           "epochs": hparams["num_train_epochs"], "trial_seconds": [round(r["time"], 1) for r in results],
           "accuracy": [r[presets.SAMPLE_TASK]["accuracy"] for r in results]}
 
@@ -146,6 +147,8 @@ def main():
   p.add_argument("--vocab", default=os.path.join(data, "vocab", "bert-base-uncased-vocab.txt"))
   p.add_argument("--sample-trials", type=int, default=0, help="time N whole trials of the main job instead")
   p.add_argument("--sample-dir", default=None, help="the sample setup for --sample-trials (built if missing)")
+  p.add_argument("--dropout", default="keyed", choices=("keyed", "philox"),
+                 help="--sample-trials: dropout keyed per example (the default) or TensorFlow's Philox")
   args = p.parse_args()
   if args.length_buckets:
     widths = [int(w) for w in args.length_buckets.split(",")]
@@ -154,7 +157,7 @@ def main():
       print(json.dumps(row), flush=True)
     return
   if args.sample_trials:
-    print(json.dumps(sample_trials(args.sample_trials, args.sample_dir)), flush=True)
+    print(json.dumps(sample_trials(args.sample_trials, args.sample_dir, args.dropout)), flush=True)
     return
   for size in args.sizes.split(","):
     print(json.dumps(bench(size, args.task, args.seq_len, args.batch_size, args.steps, args.mixed_precision,

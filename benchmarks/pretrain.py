@@ -13,6 +13,7 @@ the full step runs: masking, generator, Gumbel sampling, discriminator, loss, gr
 """
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -165,6 +166,9 @@ def main(argv=None):
                        "(it pins its own TensorFlow)")
   ap.add_argument("--strategy", default="one_device", choices=("one_device", "mirrored"),
                   help="mirrored: every local GPU (the global batch is split across them)")
+  ap.add_argument("--dropout", default="keyed", choices=("keyed", "philox", "both"),
+                  help="dropout's random numbers (ours): keyed per example (the default, per_example_dropout) "
+                       "or TensorFlow's Philox per replica")
   ap.add_argument("--json", help="also write the results here")
   args = ap.parse_args(argv)
   import tensorflow as tf
@@ -183,11 +187,13 @@ def main(argv=None):
   rows = []
   for size in args.sizes.split(","):
     for dtype in args.dtypes.split(","):
-      for xla in ([True, False] if args.xla == "both" else [args.xla == "on"]):
+      for xla, dropout in itertools.product([True, False] if args.xla == "both" else [args.xla == "on"],
+                                            ["keyed", "philox"] if args.dropout == "both" else [args.dropout]):
         cfg = PretrainingConfig.create(f"bench_{size}", "/nonexistent", preset=size, train_batch_size=batch,
                                        vocab_size=args.vocab_size,
                                        max_seq_length=args.seq_len, mixed_precision=dtype, use_xla=xla,
-                                       num_warmup_steps=0, strategy=args.strategy)
+                                       num_warmup_steps=0, strategy=args.strategy,
+                                       per_example_dropout=dropout == "keyed")
         flops = training_flops_per_sequence(cfg)
         impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
         if "hf" in args.compare.split(",") and xla:
@@ -206,10 +212,12 @@ def main(argv=None):
             continue
           tflops = seqs * flops / 1e12
           row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len, strategy=args.strategy,
-                     xla=None if name == "transformers-torch" else xla, seq_per_s=seqs,
+                     xla=None if name == "transformers-torch" else xla,
+                     dropout=None if name != "electra_tf" else dropout, seq_per_s=seqs,
                      tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype])
           rows.append(row)
-          print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} {seqs:9.1f} seq/s "
+          print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} dropout={str(row['dropout']):6s} "
+                f"{seqs:9.1f} seq/s "
                 f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak",
                 flush=True)
   if args.json:

@@ -103,8 +103,9 @@ ACCUMULATION_HELP = ("micro-batches per step: each is train_batch_size / N examp
                      "clipped and applied once, so the step equals one over the whole batch (with "
                      "per_example_dropout); trades speed for memory")
 PER_EXAMPLE_DROPOUT_HELP = ("dropout masks keyed by (seed, step, the example's global row), the same under any "
-                            "gradient_accumulation_steps or replica count; on whenever "
-                            "gradient_accumulation_steps > 1")
+                            "gradient_accumulation_steps, replica count or use_xla, and fused by XLA; false draws "
+                            "TensorFlow's Philox per replica instead (slower; its masks change with the replica "
+                            "count); always on when gradient_accumulation_steps > 1")
 
 
 def check_accumulation(cfg):
@@ -181,7 +182,7 @@ class PretrainingConfig(RuntimeConfig):
   train_batch_size: int = field(128, "global training batch", min=1)
   eval_batch_size: int = field(128, "global evaluation batch", min=1)
   gradient_accumulation_steps: int = field(1, ACCUMULATION_HELP, min=1)
-  per_example_dropout: bool = field(False, PER_EXAMPLE_DROPOUT_HELP)
+  per_example_dropout: bool = field(True, PER_EXAMPLE_DROPOUT_HELP)
 
   # paths (derived from data_dir / model_name unless given)
   pretrain_tfrecords: typing.Optional[str] = field(None, "comma-separated TFRecord globs")
@@ -293,7 +294,7 @@ class FinetuningConfig(RuntimeConfig):
   max_seq_length: int = field(128, "tokens per example", min=5, max=512)
   train_batch_size: int = field(32, "global training batch", min=1)
   gradient_accumulation_steps: int = field(1, ACCUMULATION_HELP, min=1)
-  per_example_dropout: bool = field(False, PER_EXAMPLE_DROPOUT_HELP)
+  per_example_dropout: bool = field(True, PER_EXAMPLE_DROPOUT_HELP)
   eval_batch_size: int = field(32, "evaluation batch", min=1)
   predict_batch_size: int = field(32, "prediction batch", min=1)
   double_unordered: bool = field(True, "add swapped pairs for MRPC and STS")

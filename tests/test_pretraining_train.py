@@ -300,16 +300,15 @@ def test_float16_overflow_skips_the_step_halves_the_scale_and_grows_it_back(wiki
 
 
 def test_xla_matches_the_uncompiled_run(wiki_dir):
-  """``use_xla`` on CPU, dropout off: masking and sampling are keyed by our own hash (``random_ops``), so the
-  first step's losses and gradient norm equal the uncompiled run's. (Dropout is off because TensorFlow's
-  stateless Philox draws other numbers under XLA than without it, so the masks would differ.) After that,
-  Adam's first update (about lr * sign(g)) turns XLA's last-bit differences in near-zero gradients into
-  lr-sized ones, so the weights are compared element by element."""
-  from conftest import DROPOUT_FREE_TINY_MODEL as no_dropout
+  """``use_xla`` on CPU, dropout on (the default, keyed per example): masking, sampling and dropout are keyed
+  by our own hash (``keyed_random``), so the first step's losses and gradient norm equal the uncompiled
+  run's. (With ``per_example_dropout`` false, TensorFlow's stateless Philox draws other masks under XLA.)
+  After that, Adam's first update (about lr * sign(g)) turns XLA's last-bit differences in near-zero
+  gradients into lr-sized ones, so the weights are compared element by element."""
   runs = {}
   for xla in (False, True):
-    t = _trainer(_config(wiki_dir, f"xla_{xla}", num_train_steps=2, iterations_per_loop=1, use_xla=xla,
-                         model_hparam_overrides=no_dropout))
+    t = _trainer(_config(wiki_dir, f"xla_{xla}", num_train_steps=2, iterations_per_loop=1, use_xla=xla))
+    assert t.per_example_dropout
     logs, log_loop = [], t._log_loop  # pylint: disable=protected-access
     t._log_loop = lambda *args: logs.append(log_loop(*args)) or logs[-1]  # pylint: disable=protected-access
     t.train()
