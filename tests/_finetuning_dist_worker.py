@@ -1,4 +1,4 @@
-"""Subprocess body of the fine-tuning multi-replica test: one sst trial of a tiny model without dropout.
+"""Subprocess body of the fine-tuning multi-replica test: one sst trial of a tiny model, dropout on.
 
   python _finetuning_dist_worker.py MODE ROOT VOCAB
 MODE: single (one device), mirrored (MirroredStrategy on two logical CPU devices, set before TensorFlow starts).
@@ -17,15 +17,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(mode, root, vocab):
-  from conftest import DROPOUT_FREE_TINY_MODEL, use_two_logical_cpus
+  from conftest import TINY_MODEL, use_two_logical_cpus
   if mode == "mirrored":
     use_two_logical_cpus()
   import tensorflow as tf
-  from electra_tf.finetuning import model as model_lib
   from electra_tf.finetuning.run import FinetuningRun
-  model_lib.HEAD_DROPOUT = 0.0  # the reference's fixed 0.1 on [CLS]: masks are drawn per replica
   from tests._finetuning_testlib import tiny_config
-  model = DROPOUT_FREE_TINY_MODEL
+  model = TINY_MODEL  # dropout on (the head's too): masks keyed by each example's global row
   cfg = tiny_config(root, ["sst"], vocab, model_hparam_overrides=model,
                     train_batch_size=4, eval_batch_size=4, num_train_epochs=2.0, learning_rate=1e-3,
                     strategy="one_device" if mode == "single" else "mirrored")

@@ -1,4 +1,4 @@
-"""Subprocess body of the distribution tests: trains a tiny dropout-free ELECTRA and prints JSON.
+"""Subprocess body of the distribution tests: trains a tiny ELECTRA (dropout on, keyed per example) and prints JSON.
 
   python _pretraining_dist_worker.py MODE DATA_DIR MODEL_NAME WEIGHTS_NPZ
 MODE: single (one device), mirrored (two logical CPU devices), worker (MultiWorkerMirrored via TF_CONFIG).
@@ -17,13 +17,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(mode, data_dir, model_name, weights_npz):
-  from conftest import DROPOUT_FREE_TINY_MODEL, use_two_logical_cpus
+  from conftest import TINY_MODEL, use_two_logical_cpus
   if mode == "mirrored":
     use_two_logical_cpus()
   import _pretraining_testlib as lib
   from electra_tf.configs import PretrainingConfig
   from electra_tf.pretraining import trainer
-  model = DROPOUT_FREE_TINY_MODEL
+  model = TINY_MODEL  # dropout on: its masks are keyed by the global row, as masking and sampling are
   hp = lib.tiny_hparams(model_hparam_overrides=model, num_train_steps=6, iterations_per_loop=1,
                         save_checkpoints_steps=100, strategy={"single": "one_device", "mirrored": "mirrored",
                                                               "worker": "multi_worker"}[mode])

@@ -15,12 +15,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _finetune(mode, root, vocab):
-  from conftest import DROPOUT_FREE_TINY_MODEL
-  from electra_tf.finetuning import model as model_lib
+  from conftest import TINY_MODEL
   from electra_tf.finetuning.run import FinetuningRun
   from tests._finetuning_testlib import tiny_config
-  model_lib.HEAD_DROPOUT = 0.0  # the reference's fixed 0.1 on [CLS]: masks are drawn per replica
-  cfg = tiny_config(root, ["sst"], vocab, model_hparam_overrides=DROPOUT_FREE_TINY_MODEL, train_batch_size=4,
+  # dropout on (the head's too): the masks are keyed by each example's global row, the same on any replica
+  cfg = tiny_config(root, ["sst"], vocab, model_hparam_overrides=TINY_MODEL, train_batch_size=4,
                     num_train_epochs=2.0, learning_rate=1e-3, use_xla=True, iterations_per_loop=3,
                     strategy="one_device" if mode == "single" else "mirrored", keep_all_models=True)
   run = FinetuningRun(cfg, progress=False)
@@ -42,11 +41,11 @@ def _finetune(mode, root, vocab):
 
 def _pretrain(mode, root, vocab):
   import _pretraining_testlib as lib
-  from conftest import DROPOUT_FREE_TINY_MODEL
+  from conftest import TINY_MODEL
   from electra_tf.configs import PretrainingConfig
   from electra_tf.pretraining import trainer
   hp = lib.tiny_hparams(num_train_steps=6, iterations_per_loop=3, use_xla=True,
-                        model_hparam_overrides=DROPOUT_FREE_TINY_MODEL,
+                        model_hparam_overrides=TINY_MODEL,
                         strategy="one_device" if mode == "single" else "mirrored")
   t = trainer.Trainer(PretrainingConfig.create(f"xla_{mode}", root, **hp), progress=False, log_fn=lambda *_: None)
   t.train()

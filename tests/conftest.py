@@ -24,7 +24,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # The one tiny transformer the tests train (pre-training and fine-tuning): a step traces in seconds.
 TINY_MODEL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-# The same without dropout, for tests comparing topologies (dropout masks are drawn per replica).
+# The same without dropout, for tests that compare runs whose dropout masks differ by design.
 DROPOUT_FREE_TINY_MODEL = dict(TINY_MODEL, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 

@@ -177,7 +177,7 @@ def test_bfloat16_fine_tuning_computes_in_bfloat16_and_tracks_float32(tmp_path, 
 
 def test_two_replicas_fine_tune_like_one_device(tmp_path, bert_vocab):
   """MirroredStrategy on two logical CPU devices (configured in a fresh process, before TensorFlow starts)
-  trains and evaluates like one device on the same global batch (dropout off)."""
+  trains and evaluates like one device on the same global batch, dropout on (keyed per example)."""
   import subprocess
   import sys
   worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_finetuning_dist_worker.py")

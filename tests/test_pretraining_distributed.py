@@ -1,6 +1,6 @@
 """tf.distribute: two replicas (Mirrored on two logical CPUs, MultiWorkerMirrored with two local processes)
-train exactly like one device on the same global batch (dropout off; masking and sampling are keyed by the
-example's row in the global batch, so they agree too)."""
+train exactly like one device on the same global batch, dropout on (masking, sampling and dropout are keyed
+by the example's row in the global batch, so they agree too)."""
 
 import json
 import os
