@@ -104,8 +104,8 @@ ACCUMULATION_HELP = ("micro-batches per step: each is train_batch_size / N examp
                      "per_example_dropout); trades speed for memory")
 PER_EXAMPLE_DROPOUT_HELP = ("dropout masks keyed by (seed, step, the example's global row), the same under any "
                             "gradient_accumulation_steps, replica count or use_xla, and fused by XLA; false draws "
-                            "TensorFlow's Philox per replica instead (slower; its masks change with the replica "
-                            "count); always on when gradient_accumulation_steps > 1")
+                            "TensorFlow's Philox per replica instead (its masks change with the replica count and "
+                            "under XLA); always on when gradient_accumulation_steps > 1")
 
 
 def check_accumulation(cfg):
