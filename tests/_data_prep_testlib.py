@@ -1,5 +1,6 @@
 """Shared by the data-prep tests: the real Wikipedia dump excerpt as a fixture, the check that a command
-fails with exactly one ``error:`` line and exit status 2, and the benchmarks' input writers."""
+fails with exactly one ``error:`` line and exit status 2, and importing a benchmark's module (for its input
+writers) without leaving ``benchmarks/`` on ``sys.path``."""
 
 import importlib
 import pathlib
