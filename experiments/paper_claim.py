@@ -69,7 +69,7 @@ from electra_tf.finetuning import selection, tagging
 from electra_tf.pretrain_data import dataset as pretrain_dataset
 from electra_tf.pretrain_data import inputs as pretrain_inputs
 from electra_tf.pretraining import evaluation, trainer
-from units import log, read_json, unit, write_json
+from units import POLL_SECONDS, log, read_json, unit, write_json
 
 PRETRAINED = ("electra", "mlm")
 TASKS = ("sst", "pos")  # label_efficiency.TASKS: sst accuracy, POS span F1 (per-word accuracy)
@@ -333,7 +333,7 @@ def stage_finetune(args, lengths) -> tuple:
       if not summary["pending"]:
         return la, summary
       log(f"fine-tuning: waiting for {len(summary['pending'])} unit group(s) another shard runs")
-    time.sleep(10)
+    time.sleep(POLL_SECONDS)
 
 
 # ---- stages 2-3 --------------------------------------------------------------------------------------------
@@ -349,28 +349,33 @@ def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
 def stage_sweep(args, vocab_size) -> dict:
   """The same LR rule for both methods: the best sst validation accuracy of one fine-tune after a short run."""
   steps = {"electra": args.sweep_steps, "mlm": equal_flop_steps(args, vocab_size, args.sweep_steps)}
-  chosen, points = {}, []
+  chosen = {m: {"learning_rate": getattr(args, f"{m}_lr"), "rule": "given on the command line"}
+            for m in PRETRAINED if getattr(args, f"{m}_lr") is not None}
+  swept = [(m, lr) for m in PRETRAINED if m not in chosen for lr in args.sweep_lrs]
+  # A sweep point (pre-training + its fine-tune) is one shard's. Each shard runs its own points first, then
+  # collects the others' (waiting where one is not finished), so the shards work side by side.
+  mine = [owns(args, PRETRAINED.index(m) * len(args.sweep_lrs) + args.sweep_lrs.index(lr)) for m, lr in swept]
+  results = {}
+  for k in sorted(range(len(swept)), key=lambda k: not mine[k]):
+    method, lr = swept[k]
+    name = run_name(args, "sweep", method, lr, steps[method])
+    pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name,
+               owner=mine[k])
+    results[k] = pre, unit(args, f"validation_sst_{name}_{sweep_setting(args).key()}_seed{args.sweep_seed}",
+                           sweep_finetune, args, name, pre["model_dir"], owner=mine[k])
+  points = [{"method": method, "learning_rate": lr, "steps": steps[method],
+             "sst_validation_accuracy": results[k][1]["value"], "heldout": results[k][0]["heldout"],
+             "loop_seconds": results[k][0]["loop_seconds"], "total_flops": results[k][0]["total_flops"]}
+            for k, (method, lr) in enumerate(swept)]
   for method in PRETRAINED:
-    given = getattr(args, f"{method}_lr")
-    if given is not None:
-      chosen[method] = {"learning_rate": given, "rule": "given on the command line"}
-      continue
-    rows = []
-    for i, lr in enumerate(args.sweep_lrs):  # a sweep point (pre-training + its fine-tune) is one shard's
-      name = run_name(args, "sweep", method, lr, steps[method])
-      mine = owns(args, i + (len(args.sweep_lrs) if method == "mlm" else 0))
-      pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name, owner=mine)
-      ft = unit(args, f"validation_sst_{name}_{sweep_setting(args).key()}_seed{args.sweep_seed}", sweep_finetune,
-                args, name, pre["model_dir"], owner=mine)
-      rows.append({"method": method, "learning_rate": lr, "steps": steps[method],
-                   "sst_validation_accuracy": ft["value"], "heldout": pre["heldout"],
-                   "loop_seconds": pre["loop_seconds"], "total_flops": pre["total_flops"]})
-    best = max(rows, key=lambda r: (r["sst_validation_accuracy"], -r["learning_rate"]))
-    chosen[method] = {"learning_rate": best["learning_rate"],
-                      "rule": f"best sst validation accuracy (seed {args.sweep_seed}, "
-                              f"{sweep_setting(args).describe()}) after {steps[method]} steps"}
-    points += rows
-  return {"steps": steps, "points": points, "chosen": chosen, "finetuning": sweep_setting(args)._asdict()}
+    rows = [p for p in points if p["method"] == method]
+    if method not in chosen:
+      best = max(rows, key=lambda r: (r["sst_validation_accuracy"], -r["learning_rate"]))
+      chosen[method] = {"learning_rate": best["learning_rate"],
+                        "rule": f"best sst validation accuracy (seed {args.sweep_seed}, "
+                                f"{sweep_setting(args).describe()}) after {steps[method]} steps"}
+  return {"steps": steps, "points": points, "chosen": {m: chosen[m] for m in PRETRAINED},
+          "finetuning": sweep_setting(args)._asdict()}
 
 
 PRIMARY_REASON = ("the reference's FLOP count is the paper's own convention and does not depend on the machine, "

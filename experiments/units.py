@@ -8,6 +8,10 @@ import time
 import tensorflow as tf
 
 
+# How often a shard looks for a unit another shard runs: reading a small file, cheap beside any unit.
+POLL_SECONDS = 1.0
+
+
 def log(msg: str):
   print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -45,7 +49,7 @@ def unit(args, name: str, work, *work_args, owner: bool = True):
   if not owner:
     log(f"wait (another shard runs it): {name}")
     while (done := read_json(path)) is None:
-      time.sleep(10)
+      time.sleep(POLL_SECONDS)
     return done
   log(f"run: {name}")
   start = time.time()

