@@ -85,10 +85,10 @@ def test_tiny_pretrained_electra_fine_tuned_on_rt_polarity_beats_majority(tmp_pa
   _sst_dir(tmp_path, data_dir, 7530)
   ft = FinetuningConfig.create("pretrained", str(tmp_path), **shape, task_names=["sst"],
                                init_checkpoint=str(tmp_path / "models" / "pretrained"), train_batch_size=32,
-                               eval_batch_size=32, num_train_epochs=2.0, learning_rate=1e-3)
+                               eval_batch_size=32, num_train_epochs=1.0, learning_rate=1e-3)
   accuracy = run_finetuning(ft, progress=False)[0]["sst"]["accuracy"]
   majority = 100 * 511 / 1000  # dev: 511 negative, 489 positive
-  assert accuracy > majority + 10, accuracy  # measured 73.9 (seed 0)
+  assert accuracy > majority + 10, accuracy  # measured 70.9 (seed 0, keyed dropout)
 
 
 def test_squad_v1_end_to_end_official_numbers(tmp_path, data_dir, bert_vocab):

@@ -209,21 +209,30 @@ def _cli(*args, env=None):
                         capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300)
 
 
-def test_cli_errors_are_one_line_with_exit_code_2(wiki_dir, tmp_path):
+def test_cli_errors_are_one_line_with_exit_code_2(wiki_dir, tmp_path, capsys):
+  from electra_tf.cli import pretrain
+  # the script as users start it, once; the other cases through its main() in this process
   bad = _cli("--data-dir", str(wiki_dir), "--model-name", "x", "--hparams", '{"mask_prob": 2}')
   assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: hparam 'mask_prob'")
-  missing = _cli("--data-dir", str(tmp_path), "--model-name", "x")
-  assert missing.returncode == 2 and "error: no pre-training data matches" in missing.stderr
+
+  def cli(*args):
+    capsys.readouterr()
+    code = pretrain.main(list(args))
+    return code, capsys.readouterr().err
+
+  code, err = cli("--data-dir", str(tmp_path), "--model-name", "x")
+  assert code == 2 and "error: no pre-training data matches" in err
   other_vocab = tmp_path / "vocab.txt"
   other_vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
   hp = json.dumps({"vocab_file": str(other_vocab), "max_seq_length": 32, "pretrain_tfrecords": str(wiki_dir / "pretrain_tfrecords" /
                                                                               "pretrain_data.tfrecord*")})
-  mismatch = _cli("--data-dir", str(tmp_path), "--model-name", "x", "--hparams", hp)
-  assert mismatch.returncode == 2 and "differs from the one the data" in mismatch.stderr
-  length = _cli("--data-dir", str(wiki_dir), "--model-name", "x")  # data built at 32, config says 128
-  assert length.returncode == 2 and "has max_seq_length 32 but the config has 128" in length.stderr
-  both = _cli("--data-dir", str(wiki_dir), "--model-name", "x", "--hparams", '{"do_eval": true}')
-  assert both.returncode == 2 and "exactly one of do_train and do_eval" in both.stderr
+  code, err = cli("--data-dir", str(tmp_path), "--model-name", "x", "--hparams", hp)
+  assert code == 2 and "differs from the one the data" in err
+  code, err = cli("--data-dir", str(wiki_dir), "--model-name", "x")  # data built at 32, config says 128
+  assert code == 2 and "has max_seq_length 32 but the config has 128" in err
+  code, err = cli("--data-dir", str(wiki_dir), "--model-name", "x", "--hparams", '{"do_eval": true}')
+  assert code == 2 and "exactly one of do_train and do_eval" in err
+  assert err.strip().count("\n") == 0  # one line
 
 
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])

@@ -35,9 +35,10 @@ def main_job(request, tmp_path_factory):
   full = any(item.get_closest_marker("long") and item.path == request.path for item in request.session.items)
   expected = FULL if full else QUICK
   sample_dir = tmp_path_factory.mktemp("sample_run")
+  # Under pytest-xdist the job keeps its worker's share of the cores (tests/conftest.py), as every test does:
+  # one thread does more work per core than a pool over every core (benchmarks/README.md, "The test suite"),
+  # which the other workers' tests would oversubscribe. Alone (no workers) it uses every core, as users run it.
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  if full:  # as users run it: TensorFlow's own thread pools over every core, not a test worker's share
-    env.pop("TF_NUM_INTRAOP_THREADS", None)  # (tests/conftest.py): once the other workers finish it has them all
   proc = subprocess.run([sys.executable, "-m", "electra_tf.quickstart", *expected["args"], "--no-progress",
                          "--sample-dir", str(sample_dir)], cwd=REPO_ROOT, env=env, capture_output=True,
                         text=True, timeout=4500 if full else 900)
