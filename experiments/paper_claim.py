@@ -38,8 +38,9 @@ stops after a stage. Stages:
                ``<work>`` (and label_efficiency's own summary under ``<work>/finetune``).
 
 ``--shard K/N`` splits the units between N processes started on the same ``--work-dir`` (round-robin per stage;
-each waits for the units it does not own, shard 0 writes the summary), one thread pool per process: on a
-2-core machine two shards finish the tiny model's work sooner than one process using both cores.
+each runs its own units of a stage first, then waits for those it does not own; shard 0 writes the summary),
+one thread pool per process: on a 2-core machine two shards finish the tiny model's work sooner than one
+process using both cores.
 
 The model is the tiny preset (``presets.sample_pretraining_hparams``), recipe included, read at run time, so the
 experiment follows the preset; ``--temperature`` overrides ELECTRA's sampling temperature.
