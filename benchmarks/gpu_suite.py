@@ -12,8 +12,8 @@ spoil the rest):
 - peak GPU memory of Base pre-training with and without gradient accumulation
   (``benchmarks/accumulation_memory.py``);
 - the input pipeline on the host's cores (``benchmarks/input_pipeline.py``);
-and writes one Markdown file: the device, driver and versions, then a table per figure. Without a GPU it
-says so in one line and exits with status 2.
+and writes one Markdown file: the device, driver and versions, then a table per figure. Without a GPU, or
+without TensorFlow, it says so in one line and exits with status 2.
 """
 
 import argparse
@@ -117,9 +117,15 @@ def main(argv=None) -> int:
   ap.add_argument("--out", default="gpu_suite.md")
   ap.add_argument("--quick", action="store_true", help="fewer timed steps")
   args = ap.parse_args(argv)
-  found = gpus()
+  try:
+    found = gpus()
+  except ImportError:  # e.g. a GPU machine whose image brings another framework but not TensorFlow
+    print(f"error: TensorFlow is not installed for {sys.executable}; the GPU suite times this project's "
+          f"TensorFlow code: pip install \"tensorflow[and-cuda]==2.21.*\" and this checkout (pip install -e .), "
+          "then rerun", file=sys.stderr)
+    return 2
   if not found:
-    print("no GPU on this machine (TensorFlow sees none): the GPU suite needs one; CPU figures are in "
+    print("error: no GPU on this machine (TensorFlow sees none): the GPU suite needs one; CPU figures are in "
           "benchmarks/README.md", file=sys.stderr)
     return 2
   env = environment()
