@@ -232,3 +232,48 @@ def test_length_buckets_narrower_than_the_qa_beam_are_refused(tmp_path, bert_voc
     Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.OneDeviceStrategy("/cpu:0"), seed=0)
   cfg = tiny_config(tmp_path, ["squad"], bert_vocab, length_bucket_width=32, beam_size=20)
   assert Trainer(cfg, get_tasks(cfg, tokenizer), tf.distribute.OneDeviceStrategy("/cpu:0"), seed=0).model
+
+
+def test_sentence_heads_compute_the_last_layer_at_cls_only_with_the_same_values(tmp_path, bert_vocab, tokenizer):
+  from electra_tf.modeling import keyed_random  # pylint: disable=import-outside-toplevel
+  from electra_tf.modeling.dropout import RowKeyedSeed  # pylint: disable=import-outside-toplevel
+  _, _, model = _model(tmp_path, ["sst", "sts"], bert_vocab, tokenizer,
+                       model_hparam_overrides={**tiny_config(tmp_path, ["sst"], bert_vocab).model_hparam_overrides,
+                                               "num_hidden_layers": 2, "num_attention_heads": 2})
+  assert model.first_token_only
+  assert not _model(tmp_path, ["sst", "chunk"], bert_vocab, tokenizer)[2].first_token_only
+  rng = np.random.RandomState(3)
+  for v in model.weights:  # every bias and LayerNorm gain away from its initial value
+    v.assign(v.numpy() + rng.normal(0, 0.05, v.shape).astype(np.float32))
+  b, t = 4, 32
+  lengths = [32, 20, 9, 27]
+  feats = {"input_ids": tf.constant(rng.randint(1000, 2000, (b, t)), tf.int32),
+           "input_mask": tf.constant([[1] * n + [0] * (t - n) for n in lengths], tf.int32),
+           "segment_ids": tf.constant([[0] * 12 + [1] * (t - 12)] * b, tf.int32),
+           "task_id": tf.constant([0, 1, 0, 1]), "sst_label_ids": tf.constant([1, 0, 0, 1]), "sst_eid": tf.range(b),
+           "sts_targets": tf.constant([0.0, 0.2, 0.8, 0.4]), "sts_eid": tf.range(b)}
+
+  def run(first_token_only, training, seed):
+    model.first_token_only = first_token_only
+    with tf.GradientTape() as tape:
+      total, outs = model(feats, training=training, dropout_seed=seed)
+    grads = tape.gradient(total, model.trainable_variables)
+    return total.numpy(), outs["sst"]["logits"].numpy(), outs["sts"]["predictions"].numpy(), grads
+
+  keyed = lambda: RowKeyedSeed(keyed_random.step_key(7, 3, 4), 0)
+  for training, seed in ((False, None), (True, tf.constant([5, 6])), (True, keyed())):
+    cut, full = run(True, training, seed if not callable(seed) else seed), run(False, training, seed)
+    for a, c in zip(cut[:3], full[:3]):
+      np.testing.assert_allclose(a, c, rtol=2e-6, atol=2e-6)
+    for g_cut, g_full in zip(cut[3], full[3]):
+      np.testing.assert_allclose(tf.convert_to_tensor(g_cut).numpy(), tf.convert_to_tensor(g_full).numpy(),
+                                 rtol=2e-5, atol=2e-6)
+  # dropout is on in training: another seed gives another loss
+  assert run(True, True, tf.constant([5, 7]))[0] != run(True, True, tf.constant([5, 6]))[0]
+  # under XLA too
+  compiled = tf.function(lambda f: model(f, training=True, dropout_seed=keyed()), jit_compile=True)
+  model.first_token_only = True
+  a = compiled(feats)[0].numpy()
+  model.first_token_only = False
+  compiled = tf.function(lambda f: model(f, training=True, dropout_seed=keyed()), jit_compile=True)
+  np.testing.assert_allclose(a, compiled(feats)[0].numpy(), rtol=2e-6)

@@ -22,7 +22,10 @@ def _dense(units, name, activation=None):
 
 class TaskHead(keras.layers.Layer):
   """Base: ``call(sequence_output [B,T,H] f32, features, training, seed)`` -> (losses [B], outputs).
-  ``dropout_rate``: on the [CLS] vector of the sentence heads (the reference's fixed 0.1)."""
+  ``dropout_rate``: on the [CLS] vector of the sentence heads (the reference's fixed 0.1).
+  ``reads_first_token_only``: the head reads ``sequence_output[:, 0]`` and nothing else."""
+
+  reads_first_token_only = False
 
   def __init__(self, task, hidden_size: int, dropout_rate: float = HEAD_DROPOUT, **kwargs):
     super().__init__(name=f"head_{task.name}", dtype="float32", **kwargs)
@@ -56,6 +59,8 @@ class TaskHead(keras.layers.Layer):
 class ClassificationHead(TaskHead):
   """[CLS] -> dropout 0.1 (training) -> dense(n_labels); softmax cross-entropy."""
 
+  reads_first_token_only = True
+
   def __init__(self, task, hidden_size, dropout_rate=HEAD_DROPOUT):
     super().__init__(task, hidden_size, dropout_rate)
     self.num_labels = task.num_outputs
@@ -74,6 +79,8 @@ class ClassificationHead(TaskHead):
 
 class RegressionHead(TaskHead):
   """[CLS] -> dropout -> dense(1); squared error against label / 5."""
+
+  reads_first_token_only = True
 
   def __init__(self, task, hidden_size, dropout_rate=HEAD_DROPOUT):
     super().__init__(task, hidden_size, dropout_rate)

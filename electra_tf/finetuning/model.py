@@ -28,6 +28,9 @@ class FinetuningModel(keras.Model):
     self.encoder = ElectraEncoder(model_config, name="electra")
     self.heads = [heads.family(t.head_type).layer(t, model_config.hidden_size, HEAD_DROPOUT)
                   for t in tasks]
+    # Sentence heads read [CLS] alone: the last layer then computes that position only (the same values,
+    # benchmarks/README.md "Whole fine-tuning trials"); tagging and QA heads need every position.
+    self.first_token_only = all(head.reads_first_token_only for head in self.heads)
 
   def build(self, input_shape=None):
     self.encoder.build(None)
@@ -40,7 +43,8 @@ class FinetuningModel(keras.Model):
     if training and dropout_seed is None:
       raise ValueError("training needs a dropout_seed")
     sequence_output = self.encoder(features["input_ids"], features["input_mask"], features["segment_ids"],
-                                   training=training, dropout_seed=seed(0))["sequence_output"]
+                                   training=training, dropout_seed=seed(0),
+                                   first_token_only=self.first_token_only)["sequence_output"]
     task_id = tf.cast(features["task_id"], tf.int32)
     total = tf.constant(0.0)
     outputs = {}

@@ -44,15 +44,20 @@ def fresh_seed():
   return tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32)
 
 
-def stateless_dropout(x, rate: float, seed):
+def stateless_dropout(x, rate: float, seed, draw_shape=None):
   """Inverted dropout as ``tf.nn.dropout``: zero with probability ``rate``, scale the rest by 1/(1-rate).
 
-  ``x``: [B, ...] (rows are examples when ``seed`` is a ``RowKeyedSeed``)."""
+  ``x``: [B, ...] (rows are examples when ``seed`` is a ``RowKeyedSeed``). ``draw_shape``: draw the mask of a
+  tensor of this shape and keep its leading corner of ``x``'s shape, so a computation that keeps part of a
+  tensor (the [CLS] queries of a last layer) drops exactly what the whole computation would."""
   if rate <= 0.0:
     return x
+  shape = tf.shape(x) if draw_shape is None else draw_shape
   if isinstance(seed, RowKeyedSeed):
-    u = keyed_random.keyed_uniform(seed.key, tf.shape(x), seed.row_offset)
+    u = keyed_random.keyed_uniform(seed.key, shape, seed.row_offset)
   else:
-    u = tf.random.stateless_uniform(tf.shape(x), seed=seed, alg="philox")
+    u = tf.random.stateless_uniform(shape, seed=seed, alg="philox")
+  if draw_shape is not None:
+    u = tf.slice(u, tf.zeros_like(tf.shape(x)), tf.shape(x))
   keep = u >= rate
   return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros_like(x))

@@ -60,7 +60,12 @@ class ElectraEncoder(keras.layers.Layer):
     self.built = True
 
   def call(self, input_ids, input_mask=None, segment_ids=None, training=False, dropout_seed=None,
-           output_hidden_states=False):
+           output_hidden_states=False, first_token_only=False):
+    """``first_token_only``: the last layer computes the [CLS] position only, so ``sequence_output`` is
+    [B, 1, H], equal to the first row of the whole output (a reader of [CLS] alone saves the rest of the
+    last layer's queries, attention outputs and FFN; its keys and values still cover every position)."""
+    if first_token_only and output_hidden_states:
+      raise ValueError("first_token_only leaves the last layer's other positions out: no hidden_states")
     if input_mask is None:
       input_mask = tf.ones_like(input_ids)
     if training and dropout_seed is None:
@@ -76,8 +81,10 @@ class ElectraEncoder(keras.layers.Layer):
       ones = tf.ones([t, t], tf.int32)
       band = tf.linalg.band_part(ones, -1, 0) if self.direction == "ltr" else tf.linalg.band_part(ones, 0, -1)
       input_mask = tf.cast(input_mask, tf.int32)[:, tf.newaxis, :] * band[tf.newaxis]
+    last = self.config.num_hidden_layers - 1
     for i, layer in enumerate(self.transformer_layers):
-      x = layer(x, input_mask, training=training, dropout_seed=seed(i + 1))
+      x = layer(x, input_mask, training=training, dropout_seed=seed(i + 1),
+                query_rows=1 if first_token_only and i == last else None)
       hidden_states.append(x)
     outputs["sequence_output"] = tf.cast(x, tf.float32)
     if output_hidden_states:

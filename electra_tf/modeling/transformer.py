@@ -53,16 +53,23 @@ class SelfAttention(keras.layers.Layer):
     b, t = tf.shape(x)[0], tf.shape(x)[1]
     return tf.transpose(tf.reshape(x, [b, t, self.num_heads, self.head_size]), [0, 2, 1, 3])
 
-  def call(self, x, input_mask, training=False, dropout_seed=None):
+  def call(self, x, input_mask, training=False, dropout_seed=None, query_rows=None):
+    """``query_rows``: attend from the first this many positions only (every position is still a key and
+    value); the output is then [B, query_rows, H], equal to those rows of the whole output."""
     bias = attention_bias(input_mask)
-    q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
+    queries = x if query_rows is None else x[:, :query_rows]
+    q, k, v = self._heads(self.query(queries)), self._heads(self.key(x)), self._heads(self.value(x))
     scores = tf.matmul(q, k, transpose_b=True) * tf.cast(1.0 / math.sqrt(self.head_size), q.dtype)
+    if query_rows is not None and input_mask.shape.rank == 3:
+      bias = bias[:, :, :query_rows]  # a [B, T, T] mask: the kept queries' rows
     probs = tf.nn.softmax(tf.cast(scores, tf.float32) + bias, axis=-1)
     probs = tf.cast(probs, v.dtype)
     if training and self.dropout_rate > 0:
-      probs = stateless_dropout(probs, self.dropout_rate, dropout_seed)
+      t = tf.shape(x)[1]
+      full = None if query_rows is None else tf.stack([tf.shape(x)[0], self.num_heads, t, t])
+      probs = stateless_dropout(probs, self.dropout_rate, dropout_seed, draw_shape=full)
     context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
-    return tf.reshape(context, [tf.shape(x)[0], tf.shape(x)[1], self.hidden_size])
+    return tf.reshape(context, [tf.shape(x)[0], tf.shape(queries)[1], self.hidden_size])
 
 
 class TransformerLayer(keras.layers.Layer):
@@ -101,19 +108,25 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build((None, None, h))
     self.built = True
 
-  def _dropout(self, x, training, seed):
+  def _dropout(self, x, training, seed, draw_shape=None):
     if training and self.hidden_dropout_rate > 0:
-      return stateless_dropout(x, self.hidden_dropout_rate, seed)
+      return stateless_dropout(x, self.hidden_dropout_rate, seed, draw_shape)
     return x
 
-  def call(self, x, input_mask, training=False, dropout_seed=None):
+  def call(self, x, input_mask, training=False, dropout_seed=None, query_rows=None):
+    """``query_rows``: compute the output at the first this many positions only ([B, query_rows, H], equal
+    to those rows of the whole output): a last layer whose only reader is the [CLS] vector."""
     if training and dropout_seed is None:
       dropout_seed = fresh_seed()
     seeds = [derive_seed(dropout_seed, i) for i in range(3)] if training else [None] * 3
-    context = self.attention(x, input_mask, training=training, dropout_seed=seeds[0])
-    attn = self._dropout(self.attention_output_dense(context), training, seeds[1])
+    context = self.attention(x, input_mask, training=training, dropout_seed=seeds[0], query_rows=query_rows)
+    full = None  # the masks of the whole [B, T, H] output, so the kept rows drop what the whole layer would
+    if query_rows is not None:
+      full = tf.shape(x)
+      x = x[:, :query_rows]
+    attn = self._dropout(self.attention_output_dense(context), training, seeds[1], full)
     attn = self.attention_layer_norm(tf.cast(attn, tf.float32) + tf.cast(x, tf.float32))
-    out = self._dropout(self.output_dense(self.intermediate_dense(attn)), training, seeds[2])
+    out = self._dropout(self.output_dense(self.intermediate_dense(attn)), training, seeds[2], full)
     return self.output_layer_norm(tf.cast(out, tf.float32) + attn)
 
   def get_config(self):
