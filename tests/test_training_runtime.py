@@ -144,6 +144,19 @@ def test_the_next_trial_on_the_reset_trainer_equals_a_new_trainer(sst_root, bert
       np.testing.assert_array_equal(got[name], want[name], err_msg=f"trial {trial}: {name}")
 
 
+def test_no_variable_the_compiled_fine_tuning_step_reads_is_int32(sst_root, bert_vocab):
+  """TensorFlow keeps int32 variables in host memory on a GPU, and an XLA cluster there cannot read them (on an
+  H200 the fine-tuning step stopped with "Trying to access resource trial_seed ... located in device CPU:0 from
+  device GPU:0"): the trial's seed, the model's and the optimizer's variables are of other types."""
+  import tensorflow as tf
+  from electra_tf.finetuning.run import FinetuningRun
+  trainer = FinetuningRun(_config(sst_root, bert_vocab, "dtypes"), progress=False).trainer_for(1)
+  trainer.make_optimizer(10)
+  variables = [trainer.seed_var, *trainer.model.variables, *trainer.optimizer.variables]
+  assert len(variables) > 20 and trainer.seed_var.dtype == tf.int64
+  assert [v.name for v in variables if v.dtype == tf.int32] == []
+
+
 def test_resume_with_other_hparams_is_one_line(sst_root, bert_vocab):
   from electra_tf.errors import FinetuningError
   from electra_tf.finetuning import interrupted

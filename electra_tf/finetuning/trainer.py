@@ -83,18 +83,22 @@ class _Objective:
   a variable, so the compiled step serves every trial of a run (``Trainer.reset``)."""
 
   def __init__(self, model, seed_var: tf.Variable):
-    self.model, self.seed = model, seed_var
+    self.model, self.seed_var = model, seed_var
+
+  @property
+  def seed(self):
+    return tf.cast(self.seed_var, tf.int32)
 
   def prepare(self, features, ctx):
     return ()
 
   def replica_seed(self, step, replica_id):
-    base = tf.stack([tf.identity(self.seed), tf.constant(0x5EED, tf.int32)])
+    base = tf.stack([self.seed, tf.constant(0x5EED, tf.int32)])
     seed = tf.random.experimental.stateless_fold_in(base, tf.cast(step, tf.int32))
     return tf.random.experimental.stateless_fold_in(seed, replica_id)
 
   def example_key(self, step):
-    return step_key(tf.identity(self.seed), step, DROPOUT_STREAM)
+    return step_key(self.seed, step, DROPOUT_STREAM)
 
   def forward(self, features, step, row_offset, prepared, dropout_seed):
     loss, _ = self.model(features, training=True, dropout_seed=dropout_seed)
@@ -152,7 +156,8 @@ class Trainer:
     self.model = self._new_model(seed)
     with strategy.scope():
       self.loss_scale = DynamicLossScale() if config.mixed_precision == "float16" else None
-      self.seed_var = tf.Variable(seed, dtype=tf.int32, trainable=False, name="trial_seed")
+      # int64: TensorFlow keeps int32 variables in host memory, which an XLA cluster on a GPU cannot read
+      self.seed_var = tf.Variable(seed, dtype=tf.int64, trainable=False, name="trial_seed")
     self.optimizer = None
     self.stop_signal = None
     self._train_loop = self._predict_step = None
