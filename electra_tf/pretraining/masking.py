@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from electra_tf import fileio, tokenization
 from electra_tf.errors import PretrainingError, VocabError
-from electra_tf.pretraining import random_ops
+from electra_tf.pretraining import random_ops, sampling
 
 MASK_FRACTION = 0.85  # of the chosen positions; the rest keep the original token
 
@@ -126,9 +126,8 @@ def mask(input_ids, input_mask, segment_ids, mask_prob: float, max_predictions: 
   # categorical(log p) with p uniform on candidates: argmax over T of (log p + Gumbel noise)
   u = random_ops.keyed_uniform(random_ops.step_key(seed, step, random_ops.MASK_POSITIONS), [b, n, t],
                                row_offset)
-  gumbel = -tf.math.log(-tf.math.log(u + 1e-9) + 1e-9)
-  logits = tf.where(candidates[:, tf.newaxis, :], gumbel, -1e9)
-  positions = tf.argmax(logits, -1, output_type=tf.int32)
+  logits = tf.where(candidates[:, tf.newaxis, :], sampling.gumbel_noise(u), -1e9)
+  positions = sampling.materialized_argmax(logits)  # finite logits: tf.argmax's answer
   positions *= tf.cast(weights, tf.int32)
   masked_lm_ids = gather_positions(input_ids, positions) * tf.cast(weights, tf.int32)
 
