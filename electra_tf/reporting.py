@@ -7,6 +7,7 @@ import typing
 
 import tensorflow as tf
 from matplotlib.figure import Figure  # no pyplot: no global backend or figure state to manage
+from matplotlib.ticker import NullFormatter
 from tensorflow.core.util import event_pb2
 
 Curves = typing.Dict[str, typing.List[typing.Tuple[int, float]]]
@@ -58,6 +59,9 @@ def plot_panels(panels, path: str, title: str = ""):
       ax.set_xlabel(options.get("xlabel", "step"))
       if options.get("logx"):
         ax.set_xscale("log")
+        low, high = ax.get_xlim()
+        if high > 10 * low:  # over a decade: the decades' labels only (minor labels would overlap)
+          ax.xaxis.set_minor_formatter(NullFormatter())
       if options.get("xticks"):  # label the data's own x values, not the log axis' decades and minor ticks
         ax.set_xticks(options["xticks"], [f"{x:,g}" for x in options["xticks"]])
         ax.minorticks_off()
