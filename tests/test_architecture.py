@@ -3,6 +3,8 @@ and imports at the top of each file (function-level ones only for optional packa
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 from conftest import REPO_ROOT
 
@@ -30,8 +32,11 @@ ALLOWED = {
     "cli": CORE | {"cli", "sample_data", "pretrain_data", "pretraining", "finetuning", "convert", "serving"},
     "__main__": {"cli"},  # a package's __main__.py only hands over to its command line
 }
-# Function-level imports allowed: optional dependencies, and what a command loads after parsing its flags.
-LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm", "keras_hub"}
+# Function-level imports allowed: optional dependencies, and what a command loads after parsing its flags; and
+# the packages only some paths use (tokenizer graphs, tfds sources, paragraph splitting), so that training and
+# conversion start without them (test_training_and_conversion_import_without_the_text_packages).
+TEXT_ONLY = ("tensorflow_text", "tensorflow_datasets", "blingfire")
+LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm", "keras_hub", *TEXT_ONLY}
 
 
 def _unit(path: pathlib.Path) -> str:
@@ -125,3 +130,14 @@ def test_entry_points_only_call_a_command_and_nothing_imports_them():
   importers = [f"{p.relative_to(REPO_ROOT)} imports {n}" for p in _library_files() for n, _ in _imports(p)
                if n.split(".")[-1] == "__main__"]
   assert not importers, "\n".join(importers)
+
+
+def test_training_and_conversion_import_without_the_text_packages():
+  """Pre-training, fine-tuning and conversion import without tensorflow-text, tensorflow-datasets and Bling Fire
+  (only tokenizer graphs, tfds sources and paragraph splitting load them): they start sooner, and run where those
+  are not installed (a GPU machine that has TensorFlow alone, say)."""
+  code = ("import sys\n"
+          f"sys.modules.update(dict.fromkeys({TEXT_ONLY!r}))  # importing any of them now raises ImportError\n"
+          "import electra_tf.pretraining.trainer, electra_tf.finetuning.run, electra_tf.convert\n")
+  proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+  assert proc.returncode == 0, proc.stderr.strip().splitlines()[-3:]

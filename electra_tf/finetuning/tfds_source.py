@@ -5,8 +5,6 @@ strings, test splits ordered by the GLUE ``idx`` so example ids match the server
 readers, featurizers and outputs are the same code as for files. MRQA and chunking have no TFDS source.
 """
 
-import tensorflow_datasets as tfds
-
 from electra_tf.finetuning.base import DataError
 from electra_tf.hparams import HParamError
 
@@ -35,6 +33,7 @@ class TFDSSource:
                       "data_source files")
 
   def _load(self, name, split):
+    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
     try:
       ds, info = tfds.load(name, split=split, data_dir=self.data_dir, with_info=True)
     except Exception as e:  # pylint: disable=broad-except

@@ -17,8 +17,6 @@ import io
 import os
 import sys
 
-import blingfire
-import tensorflow_datasets as tfds
 
 from electra_tf import fileio
 from electra_tf.errors import DataPrepError
@@ -142,6 +140,7 @@ def split_sentences(paragraph):
   paragraph = " ".join(paragraph.split())
   if not paragraph:
     return []
+  import blingfire  # pylint: disable=import-outside-toplevel  (imported once; only paragraph sources need it)
   return [s.strip() for s in blingfire.text_to_sentences(paragraph).split("\n") if s.strip()]
 
 
@@ -232,6 +231,7 @@ def iter_books(books_dir, stats=None):
 def iter_tfds(name, split="train", text_key="text", data_dir=None, download=False, stats=None):
   """Any tensorflow-datasets text set by name: one record = one document (its text split into
   sentences). ``download=False`` by default: prepare the data set beforehand (``tfds build``)."""
+  import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
   stats = stats if stats is not None else CorpusStats()
   try:
     ds = tfds.load(name, split=split, data_dir=data_dir, download=download)

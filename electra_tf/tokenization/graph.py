@@ -6,9 +6,15 @@ Doing a step on the whole line equals doing it per whitespace token: lowercasing
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from electra_tf.tokenization.basic import CJK_RANGES, MAX_INPUT_CHARS_PER_WORD
+
+
+def tf_text():
+  """tensorflow-text, imported where a tokenizer graph is built: pre-training and fine-tuning from records never
+  build one, so they start without it (and run where it is not installed)."""
+  import tensorflow_text  # pylint: disable=import-outside-toplevel
+  return tensorflow_text
 
 
 def _re2_ranges(ranges):
@@ -33,12 +39,12 @@ class TFWordpiece:
   def __init__(self, vocab, do_lower_case, strip_accents):
 
     self._tf = tf
-    self._tf_text = tf_text
+    self._tf_text = tf_text()
     self._lower = do_lower_case
     self._strip = strip_accents
     # no_pretokenization: words come pre-split by our exact normaliser, so tf-text's own punctuation
     # and whitespace tables (ICU version) never decide a boundary. 4 bytes per char at most.
-    self._wordpiece = tf_text.FastWordpieceTokenizer(
+    self._wordpiece = self._tf_text.FastWordpieceTokenizer(
         vocab=list(vocab.keys()), suffix_indicator="##", max_bytes_per_word=4 * MAX_INPUT_CHARS_PER_WORD,
         token_out_type=tf.int64, unknown_token="[UNK]", no_pretokenization=True,
         support_detokenization=False)

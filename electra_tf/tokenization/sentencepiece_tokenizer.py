@@ -5,11 +5,10 @@ import collections
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from electra_tf import fileio
 from electra_tf.tokenization.basic import BasicTokenizer
-from electra_tf.tokenization.graph import RE_MN
+from electra_tf.tokenization.graph import RE_MN, tf_text
 from electra_tf.tokenization.vocab import default_strip_accents, sentencepiece_processor, sentencepiece_special
 
 
@@ -65,7 +64,7 @@ class SentencePieceTokenizer:
     """tf-text's SentencePiece op over this model (a trackable object: keep it on a SavedModel's module)."""
     if self._tf_sp is None:
       with fileio.open_file(self.vocab_file, "rb") as f, tf.init_scope():
-        self._tf_sp = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
+        self._tf_sp = tf_text().SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     return self._tf_sp
 
   def tf_tokenize(self, text):
@@ -74,5 +73,5 @@ class SentencePieceTokenizer:
     if self.do_lower_case:
       text = tf.strings.lower(text, encoding="utf-8")
     if self.strip_accents:
-      text = tf.strings.regex_replace(tf_text.normalize_utf8(text, "NFD"), RE_MN, "")
+      text = tf.strings.regex_replace(tf_text().normalize_utf8(text, "NFD"), RE_MN, "")
     return tf.cast(self._tf_sp.tokenize(text), tf.int64)  # int64 like the WordPiece path
