@@ -134,8 +134,8 @@ def test_entry_points_only_call_a_command_and_nothing_imports_them():
 
 def test_training_and_conversion_import_without_the_text_packages():
   """Pre-training, fine-tuning and conversion import without tensorflow-text, tensorflow-datasets and Bling Fire
-  (only tokenizer graphs, tfds sources and paragraph splitting load them): they start sooner, and run where those
-  are not installed (a GPU machine that has TensorFlow alone, say)."""
+  (only tokenizer graphs, tfds sources and paragraph splitting load them): every process starts sooner, and the
+  training steps run where they are not installed (benchmarks/README.md, "On a GPU": the steps ran without them)."""
   code = ("import sys\n"
           f"sys.modules.update(dict.fromkeys({TEXT_ONLY!r}))  # importing any of them now raises ImportError\n"
           "import electra_tf.pretraining.trainer, electra_tf.finetuning.run, electra_tf.convert\n")

@@ -17,7 +17,6 @@ import io
 import os
 import sys
 
-
 from electra_tf import fileio
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import wikipedia, wikitext
