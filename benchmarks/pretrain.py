@@ -173,6 +173,10 @@ def main(argv=None):
   args = ap.parse_args(argv)
   import tensorflow as tf
   from electra_tf.configs import PretrainingConfig
+  for physical in tf.config.list_physical_devices("GPU"):
+    # --compare hf allocates PyTorch tensors in this process after TensorFlow has run: TensorFlow takes GPU memory
+    # as it needs it instead of nearly all of it at start
+    tf.config.experimental.set_memory_growth(physical, True)
   gpu = bool(tf.config.list_physical_devices("GPU"))
   batch = args.batch or (128 if gpu else 16)
   steps = args.steps or (20 if gpu else 3)
