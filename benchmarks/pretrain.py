@@ -173,16 +173,17 @@ def main(argv=None):
   args = ap.parse_args(argv)
   import tensorflow as tf
   from electra_tf.configs import PretrainingConfig
-  for physical in tf.config.list_physical_devices("GPU"):
+  gpus = tf.config.list_physical_devices("GPU")
+  for physical in gpus:
     # --compare hf allocates PyTorch tensors in this process after TensorFlow has run: TensorFlow takes GPU memory
     # as it needs it instead of nearly all of it at start
     tf.config.experimental.set_memory_growth(physical, True)
-  gpu = bool(tf.config.list_physical_devices("GPU"))
+  gpu = bool(gpus)
   batch = args.batch or (128 if gpu else 16)
   steps = args.steps or (20 if gpu else 3)
-  device = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0]).get(
+  device = tf.config.experimental.get_device_details(gpus[0]).get(
       "device_name", "GPU") if gpu else f"CPU ({os.cpu_count()} cores)"
-  n_gpus = len(tf.config.list_physical_devices("GPU"))
+  n_gpus = len(gpus)
   if args.strategy == "mirrored" and gpu:
     device = f"{n_gpus} x {device}"
   print(f"device: {device}; strategy {args.strategy}; batch {batch}, length {args.seq_len}, {steps} timed steps")
