@@ -49,34 +49,44 @@ def environment() -> dict:
 
 
 def _run(args: list, timeout: int) -> subprocess.CompletedProcess:
-  return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False,
-                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  """One figure's process; one that runs past ``timeout`` seconds is killed and reads as a failure that says so."""
+  try:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  except subprocess.TimeoutExpired as e:
+    out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    return subprocess.CompletedProcess(e.cmd, 124, out, f"no result within {timeout} s")
 
 
-def pretraining_rows(quick: bool, several: bool, work: str) -> list:
+def pretraining_rows(args, several: bool, work: str) -> list:
   rows = []
   strategies = ["one_device"] + (["mirrored"] if several else [])
   for strategy in strategies:
-    for size in ("small", "base"):
-      out = os.path.join(work, f"pretrain_{size}_{strategy}.json")
-      proc = _run([os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", "float32,bfloat16,float16",
-                   "--xla", "both", "--batch", "128", "--steps", "5" if quick else "20", "--compare", "",
-                   "--strategy", strategy, "--json", out], timeout=3600)
-      if proc.returncode or not os.path.exists(out):
-        rows.append({"size": size, "strategy": strategy, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
-        continue
-      with open(out) as f:
-        result = json.load(f)
-      rows.extend(dict(r, strategy=strategy) for r in result["rows"])
+    for size in args.sizes.split(","):
+      for dtype in args.dtypes.split(","):
+        for xla in (["on", "off"] if args.xla == "both" else [args.xla]):
+          # one process per figure: a slow compile or a memory peak spoils only its own row
+          out = os.path.join(work, f"pretrain_{size}_{strategy}_{dtype}_{xla}.json")
+          proc = _run([os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla,
+                       "--batch", "128", "--steps", "5" if args.quick else "20", "--compare", "",
+                       "--strategy", strategy, "--json", out], timeout=args.figure_timeout)
+          print(proc.stdout.strip().splitlines()[-1:] or proc.stderr.strip().splitlines()[-1:], flush=True)
+          if proc.returncode or not os.path.exists(out):
+            rows.append({"size": size, "strategy": strategy, "dtype": dtype, "xla": xla,
+                         "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
+            continue
+          with open(out) as f:
+            result = json.load(f)
+          rows.extend(dict(r, strategy=strategy) for r in result["rows"])
   return rows
 
 
-def finetuning_rows(quick: bool) -> list:
+def finetuning_rows(args) -> list:
   rows = []
-  for precision in ("float32", "bfloat16"):
-    proc = _run([os.path.join(HERE, "finetune.py"), "--sizes", "small,base", "--task", "sst", "--seq-len", "128",
-                 "--batch-size", "32", "--steps", "5" if quick else "30", "--mixed-precision", precision, "--xla"],
-                timeout=3600)
+  for precision in [d for d in args.dtypes.split(",") if d != "float16"]:
+    proc = _run([os.path.join(HERE, "finetune.py"), "--sizes", args.sizes, "--task", "sst", "--seq-len", "128",
+                 "--batch-size", "32", "--steps", "5" if args.quick else "30", "--mixed-precision", precision,
+                 "--xla"], timeout=args.figure_timeout)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     rows.extend(dict(r, precision=precision) for r in lines)
     if proc.returncode:
@@ -84,17 +94,18 @@ def finetuning_rows(quick: bool) -> list:
   return rows
 
 
-def accumulation_rows() -> list:
+def accumulation_rows(args) -> list:
   proc = _run([os.path.join(HERE, "accumulation_memory.py"), "--model-size", "base", "--batch", "256",
-               "--accumulation", "1,8"], timeout=3600)
+               "--accumulation", "1,8"], timeout=args.figure_timeout)
   rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
   if proc.returncode:
     rows.append({"error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
   return rows
 
 
-def input_pipeline_text(quick: bool) -> str:
-  proc = _run([os.path.join(HERE, "input_pipeline.py"), "--seconds", "3" if quick else "10"], timeout=3600)
+def input_pipeline_text(args) -> str:
+  proc = _run([os.path.join(HERE, "input_pipeline.py"), "--seconds", "3" if args.quick else "10"],
+              timeout=args.figure_timeout)
   return proc.stdout.strip() if proc.returncode == 0 else f"failed: {proc.stderr.strip().splitlines()[-1:]}"
 
 
@@ -116,7 +127,16 @@ def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--out", default="gpu_suite.md")
   ap.add_argument("--quick", action="store_true", help="fewer timed steps")
+  ap.add_argument("--sizes", default="small,base", help="model sizes of the pre-training and fine-tuning figures")
+  ap.add_argument("--dtypes", default="float32,bfloat16,float16",
+                  help="pre-training dtypes (fine-tuning takes those other than float16)")
+  ap.add_argument("--xla", default="both", choices=("on", "off", "both"), help="pre-training with XLA, without, both")
+  ap.add_argument("--parts", default="pretrain,finetune,accumulation,input",
+                  help="which figures: pretrain, finetune, accumulation, input")
+  ap.add_argument("--figure-timeout", type=int, default=1800,
+                  help="seconds each figure's process may take before it is stopped and its row says so")
   args = ap.parse_args(argv)
+  parts = set(args.parts.split(","))
   try:
     found = gpus()
   except ImportError:  # e.g. a GPU machine whose image brings another framework but not TensorFlow
@@ -130,24 +150,25 @@ def main(argv=None) -> int:
     return 2
   env = environment()
   with tempfile.TemporaryDirectory() as work:
-    pre = pretraining_rows(args.quick, len(found) > 1, work)
-  fine = finetuning_rows(args.quick)
-  acc = accumulation_rows()
-  pipeline = input_pipeline_text(args.quick)
+    pre = pretraining_rows(args, len(found) > 1, work) if "pretrain" in parts else []
+  fine = finetuning_rows(args) if "finetune" in parts else []
+  acc = accumulation_rows(args) if "accumulation" in parts else []
+  pipeline = input_pipeline_text(args) if "input" in parts else "not run"
   text = "\n".join([
       f"# GPU suite, {env['date']}",
       "",
-      f"Command: `python benchmarks/gpu_suite.py{' --quick' if args.quick else ''}`. GPUs: "
+      f"Command: `python benchmarks/gpu_suite.py {' '.join(sys.argv[1:] if argv is None else argv)}`"
+      + (f" with XLA_FLAGS={os.environ['XLA_FLAGS']}" if os.environ.get("XLA_FLAGS") else "") + ". GPUs: "
       + "; ".join(env["gpus"]) + f". Host: {env['cpu_cores']} CPU cores. TensorFlow {env['tensorflow']}, "
       f"CUDA {env['cuda']}, cuDNN {env['cudnn']}.",
       "",
       "## Pre-training throughput (synthetic ids, batch 128, length 128)",
       "",
-      _table(pre, ["strategy", "size", "dtype", "xla", "seq_per_s", "tflops", "peak_fraction"]),
+      _table(pre, ["strategy", "size", "dtype", "xla", "seq_per_s", "tflops", "peak_fraction", "first_call_s"]),
       "",
       "## Fine-tuning throughput (sst head, batch 32, length 128, XLA)",
       "",
-      _table(fine, ["precision", "size", "train_examples_per_s", "predict_examples_per_s"]),
+      _table(fine, ["precision", "size", "train_examples_per_s", "predict_examples_per_s", "first_step_s"]),
       "",
       "## Gradient accumulation, Base, global batch 256",
       "",

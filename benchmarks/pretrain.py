@@ -53,7 +53,8 @@ def matmul_peak_tflops(dtype: str, n: int) -> float:
   return 2 * n ** 3 * reps / (time.perf_counter() - start) / 1e12
 
 
-def bench_ours(cfg, steps: int, warmup: int) -> float:
+def bench_ours(cfg, steps: int, warmup: int) -> tuple:
+  """(sequences/s over the timed steps, seconds of the first call: tracing, compiling and the warm-up steps)."""
   import tensorflow as tf
   from electra_tf.pretraining import masking, trainer
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None, check_inputs=False,
@@ -65,10 +66,12 @@ def bench_ours(cfg, steps: int, warmup: int) -> float:
   ds = tf.data.Dataset.from_tensors(batch).repeat()
   iterator = iter(ds)  # the trainer's loop reads global batches from a local iterator
   train_loop = t.compiled_train_loop()
+  start = time.perf_counter()
   train_loop(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
+  first_call = time.perf_counter() - start
   start = time.perf_counter()
   train_loop(iterator, tf.constant(steps))[1].numpy()
-  return steps * b / (time.perf_counter() - start)
+  return steps * b / (time.perf_counter() - start), first_call
 
 
 def bench_hf_torch(cfg, steps: int, warmup: int, dtype: str) -> float:
@@ -209,6 +212,7 @@ def main(argv=None):
         for name, fn in impls:
           try:
             seqs = fn()
+            seqs, first_call = seqs if isinstance(seqs, tuple) else (seqs, None)
           except ImportError:
             print(f"{name}: not installed, skipped")
             continue
@@ -219,12 +223,13 @@ def main(argv=None):
           row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len, strategy=args.strategy,
                      xla=None if name == "transformers-torch" else xla,
                      dropout=None if name != "electra_tf" else dropout, seq_per_s=seqs,
-                     tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype])
+                     tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype],
+                     first_call_s=first_call)
           rows.append(row)
           print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} dropout={str(row['dropout']):6s} "
                 f"{seqs:9.1f} seq/s "
-                f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak",
-                flush=True)
+                f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak"
+                + (f" (first call {first_call:.1f} s)" if first_call is not None else ""), flush=True)
   if args.json:
     with open(args.json, "w") as f:
       json.dump({"device": device, "peaks": peaks, "rows": rows}, f, indent=2)
