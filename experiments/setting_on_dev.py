@@ -1,0 +1,69 @@
+"""A diagnosis, not a selection: dev scores of one pre-trained model of a paper_claim work dir fine-tuned with a
+setting its validation curve did not choose, on the same subsets and seeds as the experiment's final runs.
+
+    python experiments/setting_on_dev.py --work-dir runs/pc_len --model mlm_s3994 --task sst --size all \\
+        --learning-rate 1e-3 --epochs 2.8 --seeds 1,2,3,4,5
+
+Use it to ask why a chosen setting scored as it did (was it the weights or the choice?). Its numbers read dev,
+so they must never feed back into a choice or replace a row of the experiment: docs/experiments/paper_claim.md
+reports them as such. ``--model`` is a name under ``<work>/data/models`` without its ``pt_`` prefix and LR
+(``electra_s2400``, ``mlm_s3994``), or ``none`` for random weights. Prints one JSON line per seed, then the
+median and range. Two copies with different ``--seeds`` use two cores.
+"""
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the experiments' shared modules
+
+import label_efficiency as le  # pylint: disable=wrong-import-position
+import paper_claim as pc  # pylint: disable=wrong-import-position
+from electra_tf.finetuning import selection  # pylint: disable=wrong-import-position
+
+
+def model_dir(work_dir: str, model: str) -> str:
+  """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994`` (the one such run)."""
+  method, _, steps = model.rpartition("_s")
+  found = sorted(glob.glob(os.path.join(work_dir, "data", "models", f"pt_{method}_lr*_s{steps}"))) if (
+      method and steps.isdigit()) else []
+  if len(found) != 1:
+    print(f"error: --model {model}: expected one pre-training run pt_{method or model}_lr*_s{steps if steps.isdigit() else 'N'} under "
+          f"{os.path.join(work_dir, 'data', 'models')}, found {len(found)}; give the name of a finished paper_claim "
+          "pre-training, e.g. electra_s2400", file=sys.stderr)
+    sys.exit(2)
+  return found[0]
+
+
+def main(argv=None) -> int:
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--work-dir", required=True, help="a paper_claim work dir whose data stage has run")
+  p.add_argument("--model", required=True, help="e.g. mlm_s3994, electra_s2400, or none")
+  p.add_argument("--task", default="sst", choices=("sst", "pos"))
+  p.add_argument("--size", default="all", help="labelled examples, as the experiment's --sst-sizes/--pos-sizes")
+  p.add_argument("--learning-rate", type=float, required=True)
+  p.add_argument("--epochs", type=float, required=True)
+  p.add_argument("--seeds", default="1,2,3,4,5")
+  args = p.parse_args(argv)
+  pc_args = pc.parse_args(["--work-dir", args.work_dir, "--tasks", args.task,
+                           "--sst-sizes" if args.task == "sst" else "--pos-sizes", args.size])
+  pretrained = {} if args.model == "none" else {args.model: model_dir(pc_args.work_dir, args.model)}
+  la = pc.finetuning_args(pc_args, pretrained)
+  size = None if args.size == "all" else int(args.size)
+  values = []
+  for seed in (int(s) for s in args.seeds.split(",")):
+    record = le.trial(la, args.task, args.model, size, selection.Setting(args.learning_rate, args.epochs), seed,
+                      "dev")
+    values.append(record["value"])
+    print(json.dumps(record), flush=True)
+  print(f"{args.model} {args.task} {args.size}, LR {args.learning_rate:g}, {args.epochs:g} epochs, dev: median "
+        f"{statistics.median(values):.1f} (range {min(values):.1f}-{max(values):.1f}, n={len(values)})", flush=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
