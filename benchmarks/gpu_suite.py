@@ -70,7 +70,8 @@ def pretraining_rows(args, several: bool, work: str) -> list:
           proc = _run([os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla,
                        "--batch", "128", "--steps", "5" if args.quick else "20", "--compare", "",
                        "--strategy", strategy, "--json", out], timeout=args.figure_timeout)
-          print(proc.stdout.strip().splitlines()[-1:] or proc.stderr.strip().splitlines()[-1:], flush=True)
+          last = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or ["?"])[-1]
+          print(f"pre-training {strategy} {size} {dtype} XLA {xla}: {last}", flush=True)
           if proc.returncode or not os.path.exists(out):
             rows.append({"size": size, "strategy": strategy, "dtype": dtype, "xla": xla,
                          "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
@@ -118,7 +119,10 @@ def _table(rows: list, columns: list) -> str:
     cells = []
     for c in columns:
       v = r.get(c, "")
-      cells.append(f"{v:,.1f}" if isinstance(v, float) else str(v))
+      if c == "peak_fraction" and isinstance(v, float):
+        cells.append(f"{100 * v:.1f}%")
+      else:
+        cells.append(f"{v:,.1f}" if isinstance(v, float) else str(v))
     lines.append("| " + " | ".join(cells) + " |")
   return "\n".join(lines)
 

@@ -65,3 +65,9 @@ def test_each_pretraining_figure_runs_in_its_own_process(tmp_path, monkeypatch):
   assert len(calls) == 4
   assert [r.get("error") for r in rows] == [None, None, "no result within 7 s", None]
   assert rows[2]["dtype"] == "bfloat16" and rows[2]["xla"] == "on"
+
+
+def test_the_tables_give_the_peak_as_a_percentage_and_failures_as_rows():
+  table = _suite()._table([{"seq_per_s": 3821.04, "peak_fraction": 0.0713}, {"error": "no result within 7 s"}],
+                          ["seq_per_s", "peak_fraction"])
+  assert table.splitlines()[2:] == ["| 3,821.0 | 7.1% |", "| failed: no result within 7 s | |"]
