@@ -211,8 +211,8 @@ def main(argv=None):
                                                                       args.tfm_python)))
         for name, fn in impls:
           try:
-            seqs = fn()
-            seqs, first_call = seqs if isinstance(seqs, tuple) else (seqs, None)
+            result = fn()  # ours also gives its first call's seconds
+            seqs, first_call = result if isinstance(result, tuple) else (result, None)
           except ImportError:
             print(f"{name}: not installed, skipped")
             continue
