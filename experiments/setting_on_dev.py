@@ -4,6 +4,11 @@ setting its validation curve did not choose, on the same subsets and seeds as th
     python experiments/setting_on_dev.py --work-dir runs/pc_len --model mlm_s3994 --task sst --size all \\
         --learning-rate 1e-3 --epochs 2.8 --seeds 1,2,3,4,5
 
+Options this script does not know go to paper_claim.py's parser, so a work dir made with other subset or model
+options is read with the same ones (``--quick``, ``--validation-size``, ``--split-seed`` ...). Run it with the
+threads the experiment's shards had (``TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1`` for two shards on
+two cores): the thread count changes the scores.
+
 Use it to ask why a chosen setting scored as it did (was it the weights or the choice?). Its numbers read dev,
 so they must never feed back into a choice or replace a row of the experiment: docs/experiments/paper_claim.md
 reports them as such. ``--model`` is a name under ``<work>/data/models`` without its ``pt_`` prefix and LR
@@ -48,8 +53,8 @@ def main(argv=None) -> int:
   p.add_argument("--learning-rate", type=float, required=True)
   p.add_argument("--epochs", type=float, required=True)
   p.add_argument("--seeds", default="1,2,3,4,5")
-  args = p.parse_args(argv)
-  pc_args = pc.parse_args(["--work-dir", args.work_dir, "--tasks", args.task,
+  args, experiment_options = p.parse_known_args(argv)
+  pc_args = pc.parse_args(["--work-dir", args.work_dir, "--tasks", args.task, *experiment_options,
                            "--sst-sizes" if args.task == "sst" else "--pos-sizes", args.size])
   pretrained = {} if args.model == "none" else {args.model: model_dir(pc_args.work_dir, args.model)}
   la = pc.finetuning_args(pc_args, pretrained)

@@ -183,6 +183,22 @@ def test_paper_claim_quick(tmp_path, data_dir):
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= len(ran)
 
+  # experiments/setting_on_dev.py, given a final run's model, setting and seed, with the shards' thread count,
+  # scores what that final run scored: the same subsets, seed and weights
+  cell = cells[("sst", 12)]
+  chosen = cell["methods"]["mlm"]["chosen"]
+  model = f"mlm_s{cell['steps']['mlm']}"
+  threads = str(max(1, (os.cpu_count() or 1) // 2))
+  diagnosis = subprocess.run(
+      [sys.executable, str(REPO_ROOT / "experiments" / "setting_on_dev.py"), "--work-dir", str(work), "--model",
+       model, "--learning-rate", str(chosen["learning_rate"]), "--epochs", str(chosen["epochs"]), "--seeds", "1",
+       "--quick"], cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=600,
+      env={**env, "TF_NUM_INTRAOP_THREADS": threads, "TF_NUM_INTEROP_THREADS": threads})
+  assert diagnosis.returncode == 0, diagnosis.stdout[-3000:] + diagnosis.stderr[-3000:]
+  record = json.loads([line for line in diagnosis.stdout.splitlines() if line.startswith("{")][0])
+  assert record["value"] == stages[f"final_sst_{model}_all_{selection_key(chosen)}_seed1"]["value"]
+  assert record["on"] == "dev" and record["seed"] == 1
+
 
 def selection_key(chosen: dict) -> str:
   from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
