@@ -58,6 +58,14 @@ def _run(args: list, timeout: int) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(e.cmd, 124, out, f"no result within {timeout} s")
 
 
+def _last_line(*texts: str) -> str:
+  """The last line of the first text that has one ("?" when none has): a figure's result or its error."""
+  for text in texts:
+    if text.strip():
+      return text.strip().splitlines()[-1]
+  return "?"
+
+
 def pretraining_rows(args, several: bool, work: str) -> list:
   rows = []
   strategies = ["one_device"] + (["mirrored"] if several else [])
@@ -70,11 +78,11 @@ def pretraining_rows(args, several: bool, work: str) -> list:
           proc = _run([os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla,
                        "--batch", "128", "--steps", "5" if args.quick else "20", "--compare", "",
                        "--strategy", strategy, "--json", out], timeout=args.figure_timeout)
-          last = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or ["?"])[-1]
-          print(f"pre-training {strategy} {size} {dtype} XLA {xla}: {last}", flush=True)
+          print(f"pre-training {strategy} {size} {dtype} XLA {xla}: {_last_line(proc.stdout, proc.stderr)}",
+                flush=True)
           if proc.returncode or not os.path.exists(out):
             rows.append({"size": size, "strategy": strategy, "dtype": dtype, "xla": xla,
-                         "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
+                         "error": _last_line(proc.stderr)})
             continue
           with open(out) as f:
             result = json.load(f)
@@ -91,7 +99,7 @@ def finetuning_rows(args) -> list:
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     rows.extend(dict(r, precision=precision) for r in lines)
     if proc.returncode:
-      rows.append({"precision": precision, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
+      rows.append({"precision": precision, "error": _last_line(proc.stderr)})
   return rows
 
 
@@ -100,7 +108,7 @@ def accumulation_rows(args) -> list:
                "--accumulation", "1,8"], timeout=args.figure_timeout)
   rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
   if proc.returncode:
-    rows.append({"error": (proc.stderr.strip().splitlines() or ["?"])[-1]})
+    rows.append({"error": _last_line(proc.stderr)})
   return rows
 
 

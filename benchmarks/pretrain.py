@@ -203,16 +203,16 @@ def main(argv=None):
                                        num_warmup_steps=0, strategy=args.strategy,
                                        per_example_dropout=dropout == "keyed")
         flops = training_flops_per_sequence(cfg)
+        # each gives (sequences/s, the first call's seconds or None where the other framework's is not timed)
         impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
         if "hf" in args.compare.split(",") and xla:
-          impls.append(("transformers-torch", lambda: bench_hf_torch(cfg, steps, args.warmup, dtype)))
+          impls.append(("transformers-torch", lambda: (bench_hf_torch(cfg, steps, args.warmup, dtype), None)))
         if "tfm" in args.compare.split(","):
-          impls.append(("tf-models-official", lambda: bench_tf_models(cfg, steps, args.warmup, dtype, xla,
-                                                                      args.tfm_python)))
+          impls.append(("tf-models-official", lambda: (bench_tf_models(cfg, steps, args.warmup, dtype, xla,
+                                                                       args.tfm_python), None)))
         for name, fn in impls:
           try:
-            result = fn()  # ours also gives its first call's seconds
-            seqs, first_call = result if isinstance(result, tuple) else (result, None)
+            seqs, first_call = fn()
           except ImportError:
             print(f"{name}: not installed, skipped")
             continue

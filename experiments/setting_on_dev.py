@@ -33,13 +33,14 @@ from electra_tf.finetuning import selection  # pylint: disable=wrong-import-posi
 
 def model_dir(work_dir: str, model: str) -> str:
   """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994`` (the one such run)."""
+  models = os.path.join(work_dir, "data", "models")
   method, _, steps = model.rpartition("_s")
-  found = sorted(glob.glob(os.path.join(work_dir, "data", "models", f"pt_{method}_lr*_s{steps}"))) if (
-      method and steps.isdigit()) else []
+  well_formed = bool(method) and steps.isdigit()
+  pattern = f"pt_{method}_lr*_s{steps}" if well_formed else f"pt_{model}_lr*_sN"
+  found = sorted(glob.glob(os.path.join(models, pattern))) if well_formed else []
   if len(found) != 1:
-    print(f"error: --model {model}: expected one pre-training run pt_{method or model}_lr*_s{steps if steps.isdigit() else 'N'} under "
-          f"{os.path.join(work_dir, 'data', 'models')}, found {len(found)}; give the name of a finished paper_claim "
-          "pre-training, e.g. electra_s2400", file=sys.stderr)
+    print(f"error: --model {model}: expected one pre-training run {pattern} under {models}, found {len(found)}; "
+          "give the name of a finished paper_claim pre-training, e.g. electra_s2400", file=sys.stderr)
     sys.exit(2)
   return found[0]
 
