@@ -18,11 +18,12 @@ Protocol (docs/experiments/label_efficiency.md):
 - **Selection.** Every neural model (each ``--pretrained NAME=MODEL_DIR`` and ``none``, random weights) gets
   its own setting per size from the same grid: peak LR in ``--grid-lrs`` x a training budget of
   ``--grid-examples`` examples seen (epochs = budget / size, at least 1), so a trial costs the same at every
-  size. One fine-tune per grid point with seed ``--selection-seed`` (not one of the reported seeds), scored
-  on the validation split only; the best wins (ties: lower LR, then the smaller budget). Converged means a
-  larger budget at the chosen LR did not raise the validation score. When the best is the grid's largest
-  budget at its LR, twice its epochs run next at that LR, again while the longer run wins, up to
-  ``--extend-examples`` examples seen (``selection.extension``): every chosen setting shows its curve turn.
+  size. One fine-tune per grid point with seed ``--selection-seed`` (not one of the reported seeds; more with
+  ``--extra-selection-seeds``, and the median counts), scored on the validation split only; the best wins
+  (ties: lower LR, then the smaller budget). Converged means a larger budget at the chosen LR did not raise
+  the validation score. When the best is the grid's largest budget at its LR, twice its epochs run next at
+  that LR, again while the longer run wins, up to ``--extend-examples`` examples seen
+  (``selection.extension``): every chosen setting shows its curve turn.
 - **Final.** The chosen setting with seeds ``--first-seed`` .. + ``--seeds``, scored on dev once each.
 - **Summary.** Medians, ranges, exact two-sided Mann-Whitney tests (``electra_tf.seed_comparison``), seeds
   above the TF-IDF baseline; ``summary.json``, ``summary.md``, ``plots/label_efficiency.png``. Units still
@@ -157,12 +158,31 @@ def setting_from(record: dict) -> selection.Setting:
   return selection.Setting(**record)
 
 
-def select_unit_name(task, method, size, setting) -> str:
-  return f"select_{task}_{method}_{size_name(size)}_{setting.key()}"
+def select_unit_name(task, method, size, setting, seed=None) -> str:
+  """A grid point's unit; ``seed``: an ``--extra-selection-seeds`` seed (None: ``--selection-seed``, whose units
+  carry no seed in their names)."""
+  return f"select_{task}_{method}_{size_name(size)}_{setting.key()}" + ("" if seed is None else f"_seed{seed}")
+
+
+def selection_seeds(args) -> list:
+  """(seed, the seed in its unit names) of every fine-tune a grid point gets: ``--selection-seed`` first."""
+  return [(args.selection_seed, None)] + [(seed, seed) for seed in args.extra_selection_seeds]
+
+
+def selection_seeds_clash(extra, selection_seed: int, selection_flag: str, first_seed: int, seeds: int):
+  """The error line when ``--extra-selection-seeds`` repeats a seed, or holds the selection seed or a reported
+  one (a reported seed chosen on would be scored twice); else None."""
+  after = first_seed + seeds
+  if set(extra) & (set(range(first_seed, after)) | {selection_seed}) or len(set(extra)) < len(extra):
+    return (f"--extra-selection-seeds {','.join(map(str, extra))}: each seed once, none of them {selection_flag} "
+            f"{selection_seed} or a reported seed ({first_seed}-{after - 1}); e.g. {after},{after + 1}")
+  return None
 
 
 def select_unit_names(args, task, method, size, size_count):
-  return [(s, select_unit_name(task, method, size, s)) for s in grid_for(args, size_count)]
+  """(setting, seed, unit name) of every grid fine-tune of a cell."""
+  return [(s, seed, select_unit_name(task, method, size, s, tag)) for s in grid_for(args, size_count)
+          for seed, tag in selection_seeds(args)]
 
 
 def final_unit_name(task, method, size, setting, seed) -> str:
@@ -179,22 +199,25 @@ def max_epochs(args, size_count: int) -> float:
 
 def chosen_setting(args, task, method, size, size_count, stages: dict):
   """The selection's result from the finished grid and extension units, or None while a grid unit is missing.
-  While the best is the longest run at its LR and a longer one is allowed, the result is ``{"extend": setting,
-  "name": unit name}``: that run comes first (``selection.extension``)."""
+  Each grid point scores the median of its selection seeds. While the best is the longest run at its LR and a
+  longer one is allowed, the result is ``{"extend": setting, "name": unit name, "seed": its seed}``: that run
+  comes first (``selection.extension``)."""
   order = grid_for(args, size_count)
-  names = {s: select_unit_name(task, method, size, s) for s in order}
-  if any(name not in stages for name in names.values()):
+  seeds = selection_seeds(args)
+  names = {s: [select_unit_name(task, method, size, s, tag) for _, tag in seeds] for s in order}
+  if any(name not in stages for point in names.values() for name in point):
     return None
-  scores = {s: [stages[name]["value"]] for s, name in names.items()}
+  scores = {s: [stages[name]["value"] for name in point] for s, point in names.items()}  # chosen by the median
   while True:
     longer = selection.extension(scores, order, max_epochs(args, size_count))
     if longer is None:
       break
-    name = select_unit_name(task, method, size, longer)
-    if name not in stages:
-      return {"extend": longer, "name": name}
+    for seed, tag in seeds:
+      name = select_unit_name(task, method, size, longer, tag)
+      if name not in stages:
+        return {"extend": longer, "name": name, "seed": seed}
     order.append(longer)
-    scores[longer] = [stages[name]["value"]]
+    scores[longer] = [stages[select_unit_name(task, method, size, longer, tag)]["value"] for _, tag in seeds]
   best = selection.choose(scores, order)
   curve = selection.epoch_curve(scores, best)
   return {"chosen": best, "curve": curve, "converged": selection.converged(curve, best.epochs),
@@ -254,10 +277,10 @@ def run(args):
   if args.until == "baselines":
     return
   cells = [c for c in cells if c[0] in args.neural_tasks]
-  todo = [(task, method, size, s, name) for task, size, count in cells for method in methods(args)
-          for s, name in select_unit_names(args, task, method, size, count)]
-  for task, method, size, s, name in dealt(args, todo):
-    unit(args, name, trial, args, task, method, size, s, args.selection_seed, "validation")
+  todo = [(task, method, size, s, seed, name) for task, size, count in cells for method in methods(args)
+          for s, seed, name in select_unit_names(args, task, method, size, count)]
+  for task, method, size, s, seed, name in dealt(args, todo):
+    unit(args, name, trial, args, task, method, size, s, seed, "validation")
   # Where the best grid point is the longest run at its LR, longer runs follow, one at a time. Cells are dealt
   # from the same list in every shard, so one shard runs a cell's whole chain.
   for task, method, size, count in dealt(args, [(task, method, size, count) for task, size, count in cells
@@ -268,8 +291,7 @@ def run(args):
         log(f"extension not ready (its grid is unfinished; rerun to run it): {task} {size_name(size)} {method}")
       if chosen is None or "extend" not in chosen:
         break
-      unit(args, chosen["name"], trial, args, task, method, size, chosen["extend"], args.selection_seed,
-           "validation")
+      unit(args, chosen["name"], trial, args, task, method, size, chosen["extend"], chosen["seed"], "validation")
   if args.until == "select":
     return
   # Every shard deals the same list, whatever has finished: a unit whose selection another shard is still
@@ -411,6 +433,9 @@ def parse_args(argv=None):
                  help="when the best grid point is the longest run at its LR, run twice the epochs, again while "
                       "the longer run wins, up to this many examples seen (0: the grid alone)")
   p.add_argument("--selection-seed", type=int, default=0)
+  p.add_argument("--extra-selection-seeds", default="",
+                 help="more seeds for every grid point (e.g. 6,7), the median chosen: a steadier choice at that many "
+                      "times the selection's cost; none of them a reported seed")
   p.add_argument("--seeds", type=int, default=5)
   p.add_argument("--first-seed", type=int, default=1)
   p.add_argument("--until", choices=STAGES, default="summary")
@@ -437,6 +462,14 @@ def parse_args(argv=None):
     args.model_overrides_ft = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1,
                                                           "num_attention_heads": 2, "intermediate_size": 64},
                                "embedding_size": 32, "max_seq_length": 32, "use_xla": False}
+  try:
+    args.extra_selection_seeds = [int(x) for x in args.extra_selection_seeds.split(",") if x.strip()]
+  except ValueError:
+    p.error(f"--extra-selection-seeds {args.extra_selection_seeds!r}: give integer seeds, e.g. 6,7")
+  clash = selection_seeds_clash(args.extra_selection_seeds, args.selection_seed, "--selection-seed",
+                                 args.first_seed, args.seeds)
+  if clash:
+    p.error(clash)
   if not args.data_dir:
     p.error("--data-dir is required (a sample data directory), or --quick")
   return args

@@ -31,7 +31,8 @@ stops after a stage. Stages:
                ``electra_s<steps>``, ``mlm_s<steps>``) and on random weights (``none``, shared by all lengths):
                baselines (majority, TF-IDF + LR, most-frequent tag) on the same subsets; per model, task and
                size its own setting from the grid (``--grid-lrs`` x ``--grid-examples``, extended while the
-               longest run wins, up to ``--extend-examples``), chosen on the validation split; then seeds
+               longest run wins, up to ``--extend-examples``), chosen on the validation split (one fine-tune
+               per grid point, seed ``--sweep-seed``; the median of more with ``--extra-selection-seeds``); then seeds
                ``--first-seed`` .. + ``--seeds`` scored on dev once each. Sizes: ``--sst-sizes``, ``--pos-sizes``.
   5. summary   per task, size and length: medians, ranges, exact two-sided Mann-Whitney U of every pair, the
                classical baselines and the targets; summary.json, summary.md and plots/paper_claim.png under
@@ -301,6 +302,7 @@ def finetuning_args(args, pretrained: dict):
                       "--pos-bucket-width", str(args.pos_bucket_width),
                       "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
                       "--extend-examples", str(args.extend_examples), "--selection-seed", str(args.sweep_seed),
+                      "--extra-selection-seeds", args.extra_selection_seeds,
                       "--seeds", str(args.seeds), "--first-seed", str(args.first_seed),
                       "--shard", f"{args.shard}/{args.num_shards}", "--until", "final"]
                      + [f"--pretrained={name}={path}" for name, path in pretrained.items()])
@@ -594,6 +596,8 @@ def parse_args(argv=None):
   p.add_argument("--grid-lrs", default="3e-4,1e-3")
   p.add_argument("--grid-examples", default="5000,10000,20000", help="fine-tuning budgets (examples seen)")
   p.add_argument("--extend-examples", type=int, default=80000)
+  p.add_argument("--extra-selection-seeds", default="",
+                 help="more fine-tunes per grid point with these seeds (e.g. 6,7); the median chooses")
   p.add_argument("--seeds", type=int, default=5)
   p.add_argument("--first-seed", type=int, default=1)
   p.add_argument("--shard", default="0/1", help="K/N: this process runs every N-th unit of each stage, starting "
@@ -631,6 +635,13 @@ def parse_args(argv=None):
     args.extend_examples = 0
   args.work_dir = os.path.abspath(args.work_dir)
   args.data_dir = os.path.join(args.work_dir, "data")
+  try:
+    extra = [int(x) for x in args.extra_selection_seeds.split(",") if x.strip()]
+  except ValueError:
+    p.error(f"--extra-selection-seeds {args.extra_selection_seeds!r}: give integer seeds, e.g. 6,7")
+  clash = le.selection_seeds_clash(extra, args.sweep_seed, "--sweep-seed", args.first_seed, args.seeds)
+  if clash:  # checked here, not hours later when the fine-tuning stage parses its arguments
+    p.error(clash)
   return args
 
 

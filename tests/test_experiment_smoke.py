@@ -22,11 +22,18 @@ from electra_tf.configs import PretrainingConfig
 METHODS = ("electra", "mlm", "none")
 
 
-def _paper_claim():
-  spec = importlib.util.spec_from_file_location("paper_claim", REPO_ROOT / "experiments" / "paper_claim.py")
+def _load_experiment(name: str):
+  """experiments/<name>.py as a module (the experiments' shared modules importable, as when it runs)."""
+  if str(REPO_ROOT / "experiments") not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT / "experiments"))
+  spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "experiments" / f"{name}.py")
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
+
+
+def _paper_claim():
+  return _load_experiment("paper_claim")
 
 
 def test_flop_count_matches_the_reference_scripts_totals():
@@ -219,9 +226,7 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path,
            "disc_auc_real": 0.77, "disc_recall": 0.2, "disc_accuracy": 0.88, "masked_lm_accuracy": 0.05,
            "sst_accuracy": 76.0, **timing}]
   out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-  spec = importlib.util.spec_from_file_location("short_run_sweep", REPO_ROOT / "experiments" / "short_run_sweep.py")
-  sweep = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(sweep)
+  sweep = _load_experiment("short_run_sweep")
   monkeypatch.chdir(tmp_path)
 
   def run(*args):  # the script's main, in this process: planning and tables train nothing
@@ -316,11 +321,7 @@ def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
   """The stage logic on recorded validation scores: a choice at the grid's longest run asks for twice its
   epochs, then the next while the longer run wins, up to --extend-examples; final runs are named by the
   chosen setting, so a changed choice never reuses another setting's dev scores."""
-  sys.path.insert(0, str(REPO_ROOT / "experiments"))
-  spec = importlib.util.spec_from_file_location("label_efficiency",
-                                                REPO_ROOT / "experiments" / "label_efficiency.py")
-  le = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(le)
+  le = _load_experiment("label_efficiency")
   from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
   args = le.parse_args(["--data-dir", "unused", "--grid-examples", "5000,10000", "--extend-examples", "40000"])
   name = lambda lr, ep: le.select_unit_name("sst", "none", 500, Setting(lr, ep))
@@ -328,7 +329,7 @@ def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
                                                            (1e-3, 20): 61.5}.items()}
   chosen = lambda: le.chosen_setting(args, "sst", "none", 500, 500, stages)
   assert le.chosen_setting(args, "sst", "none", 500, 500, dict(list(stages.items())[:3])) is None  # grid unfinished
-  assert chosen() == {"extend": Setting(3e-4, 40), "name": "select_sst_none_500_lr3e-4_ep40"}
+  assert chosen() == {"extend": Setting(3e-4, 40), "name": "select_sst_none_500_lr3e-4_ep40", "seed": 0}
   stages[name(3e-4, 40)] = {"value": 63.0}
   assert chosen()["extend"] == Setting(3e-4, 80)  # 80 epochs x 500 = the 40,000 cap
   stages[name(3e-4, 80)] = {"value": 62.5}
@@ -342,14 +343,53 @@ def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
   assert chosen()["chosen"] == Setting(3e-4, 20) and chosen()["converged"] is None
 
 
+def test_label_efficiency_chooses_by_the_median_of_several_selection_seeds(capsys):
+  """--extra-selection-seeds: every grid point and extension gets one fine-tune per seed (the first seed's units
+  keep their names, so a finished one-seed selection is reused), the median chooses, and no selection seed may
+  be a reported one."""
+  le = _load_experiment("label_efficiency")
+  from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
+  args = le.parse_args(["--data-dir", "unused", "--grid-lrs", "1e-3", "--grid-examples", "500,1000",
+                        "--extend-examples", "2000", "--extra-selection-seeds", "6,7"])
+  assert [(s.epochs, seed, name) for s, seed, name in le.select_unit_names(args, "sst", "mlm", None, 500)] == [
+      (1, 0, "select_sst_mlm_all_lr1e-3_ep1"), (1, 6, "select_sst_mlm_all_lr1e-3_ep1_seed6"),
+      (1, 7, "select_sst_mlm_all_lr1e-3_ep1_seed7"), (2, 0, "select_sst_mlm_all_lr1e-3_ep2"),
+      (2, 6, "select_sst_mlm_all_lr1e-3_ep2_seed6"), (2, 7, "select_sst_mlm_all_lr1e-3_ep2_seed7")]
+  name = lambda ep, seed=None: le.select_unit_name("sst", "mlm", None, Setting(1e-3, ep), seed)
+  # one lucky seed at 1 epoch (72.0) would have won alone; the medians are 70.0 (1 epoch) and 71.0 (2 epochs)
+  stages = {name(1): {"value": 72.0}, name(1, 6): {"value": 70.0}, name(1, 7): {"value": 69.0},
+            name(2): {"value": 70.6}, name(2, 6): {"value": 71.0}}
+  chosen = lambda: le.chosen_setting(args, "sst", "mlm", None, 500, stages)
+  assert chosen() is None  # a seed of the grid is missing
+  stages[name(2, 7)] = {"value": 71.4}
+  assert chosen() == {"extend": Setting(1e-3, 4), "name": "select_sst_mlm_all_lr1e-3_ep4", "seed": 0}
+  stages[name(4)] = {"value": 71.8}
+  assert chosen() == {"extend": Setting(1e-3, 4), "name": "select_sst_mlm_all_lr1e-3_ep4_seed6", "seed": 6}
+  stages[name(4, 6)], stages[name(4, 7)] = {"value": 69.0}, {"value": 70.2}
+  result = chosen()  # 4 epochs: median 70.2, below 2 epochs' 71.0
+  assert result["chosen"] == Setting(1e-3, 2) and result["converged"] is True
+  assert result["scores"]["lr1e-3_ep2"] == [70.6, 71.0, 71.4] and result["curve"] == [(1, 70.0), (2, 71.0), (4, 70.2)]
+  one_seed = le.parse_args(["--data-dir", "unused", "--grid-lrs", "1e-3", "--grid-examples", "500,1000",
+                            "--extend-examples", "2000"])
+  assert le.chosen_setting(one_seed, "sst", "mlm", None, 500, stages)["chosen"] == Setting(1e-3, 1)  # 72.0 alone
+  for bad in ("3", "6,6", "0", "x"):  # 3 is reported (seeds 1-5), 0 is --selection-seed
+    with pytest.raises(SystemExit) as stop:
+      le.parse_args(["--data-dir", "unused", "--extra-selection-seeds", bad])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--extra-selection-seeds" in err and ("e.g. 6,7" in err), err
+  pc = _paper_claim()  # passes them on, and checks them before pre-training
+  with pytest.raises(SystemExit) as stop:
+    pc.parse_args(["--work-dir", "unused", "--extra-selection-seeds", "5"])
+  assert stop.value.code == 2 and "none of them --sweep-seed 0 or a reported seed (1-5)" in capsys.readouterr().err
+  given = pc.parse_args(["--work-dir", "unused", "--extra-selection-seeds", "6,7"])
+  assert pc.finetuning_args(given, {}).extra_selection_seeds == [6, 7]
+
+
 def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_path):
   """POS units are named without the bucket width, so a work dir whose finished POS trials used another
   --pos-bucket-width stops with one line instead of mixing the two."""
-  sys.path.insert(0, str(REPO_ROOT / "experiments"))
-  spec = importlib.util.spec_from_file_location("label_efficiency",
-                                                REPO_ROOT / "experiments" / "label_efficiency.py")
-  le = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(le)
+  le = _load_experiment("label_efficiency")
   (tmp_path / "stages").mkdir()
   (tmp_path / "stages" / "select_sst_none_all_lr1e-3_ep1.json").write_text('{"length_bucket_width": 0}')
   args = le.parse_args(["--data-dir", "unused", "--work-dir", str(tmp_path), "--pos-bucket-width", "16"])
