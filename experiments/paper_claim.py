@@ -260,12 +260,13 @@ def pretrain_config(args, vocab_size, method, steps, lr, name, **extra) -> Pretr
 def pretrain(args, vocab_size, method, steps, lr, name) -> dict:
   """Trains (resuming) and evaluates on the held-out split; the record of one pre-training run."""
   cfg = pretrain_config(args, vocab_size, method, steps, lr, name)
-  result = trainer.run(cfg, progress=False)
+  pretrainer = trainer.Trainer(cfg, progress=False)
+  result = pretrainer.train()
   if result.status != "finished":
     raise SystemExit(f"pre-training {name} stopped ({result.status}); rerun the same command to resume")
-  eval_cfg = pretrain_config(args, vocab_size, method, steps, lr, name, do_train=False, do_eval=True,
-                             num_eval_steps=args.final_eval_batches)
-  metrics = trainer.run(eval_cfg, progress=False)
+  # the final held-out evaluation on the trained model in memory (the last checkpoint's weights): a do_eval
+  # run would build the networks and trace the evaluation again
+  metrics = pretrainer.evaluate(num_steps=args.final_eval_batches)
   rates = reporting.read_scalars(os.path.join(cfg.model_dir, "train")).get("sequences_per_sec", [])
   return {"method": method, "name": name, "model_dir": cfg.model_dir, "steps": steps,
           "learning_rate": cfg.learning_rate, "num_warmup_steps": cfg.num_warmup_steps,
