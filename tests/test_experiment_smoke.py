@@ -1,6 +1,6 @@
 """Smoke tests of the experiments: paper_claim.py --quick (every stage, tiny sizes, two shards) and its FLOP count
-against the reference's published totals, label_efficiency.py (--quick, its grid extensions, its work-dir check),
-tagger_errors.py --quick, and the planning of short_run_sweep.py."""
+against the reference's published totals, label_efficiency.py (--quick, its grid extensions and selection seeds,
+its work-dir check), tagger_errors.py --quick, and the planning of short_run_sweep.py."""
 
 import collections
 import importlib.util
