@@ -169,14 +169,20 @@ def selection_seeds(args) -> list:
   return [(args.selection_seed, None)] + [(seed, seed) for seed in args.extra_selection_seeds]
 
 
-def selection_seeds_clash(extra, selection_seed: int, selection_flag: str, first_seed: int, seeds: int):
-  """The error line when ``--extra-selection-seeds`` repeats a seed, or holds the selection seed or a reported
-  one (a reported seed chosen on would be scored twice); else None."""
+def parse_extra_selection_seeds(p, text: str, selection_seed: int, selection_flag: str, first_seed: int,
+                                seeds: int) -> list:
+  """``--extra-selection-seeds`` as a list of seeds; ``p.error`` (one line, exit 2) for a seed that is not an
+  integer, repeats, or is ``selection_flag``'s seed or a reported one (a reported seed chosen on would be scored
+  twice)."""
+  try:
+    extra = [int(x) for x in text.split(",") if x.strip()]
+  except ValueError:
+    p.error(f"--extra-selection-seeds {text!r}: give integer seeds, e.g. 6,7")
   after = first_seed + seeds
   if set(extra) & (set(range(first_seed, after)) | {selection_seed}) or len(set(extra)) < len(extra):
-    return (f"--extra-selection-seeds {','.join(map(str, extra))}: each seed once, none of them {selection_flag} "
+    p.error(f"--extra-selection-seeds {','.join(map(str, extra))}: each seed once, none of them {selection_flag} "
             f"{selection_seed} or a reported seed ({first_seed}-{after - 1}); e.g. {after},{after + 1}")
-  return None
+  return extra
 
 
 def select_unit_names(args, task, method, size, size_count):
@@ -212,12 +218,12 @@ def chosen_setting(args, task, method, size, size_count, stages: dict):
     longer = selection.extension(scores, order, max_epochs(args, size_count))
     if longer is None:
       break
-    for seed, tag in seeds:
-      name = select_unit_name(task, method, size, longer, tag)
-      if name not in stages:
-        return {"extend": longer, "name": name, "seed": seed}
+    runs = [(seed, select_unit_name(task, method, size, longer, tag)) for seed, tag in seeds]
+    missing = [(seed, name) for seed, name in runs if name not in stages]
+    if missing:
+      return {"extend": longer, "name": missing[0][1], "seed": missing[0][0]}
     order.append(longer)
-    scores[longer] = [stages[select_unit_name(task, method, size, longer, tag)]["value"] for _, tag in seeds]
+    scores[longer] = [stages[name]["value"] for _, name in runs]
   best = selection.choose(scores, order)
   curve = selection.epoch_curve(scores, best)
   return {"chosen": best, "curve": curve, "converged": selection.converged(curve, best.epochs),
@@ -462,14 +468,8 @@ def parse_args(argv=None):
     args.model_overrides_ft = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1,
                                                           "num_attention_heads": 2, "intermediate_size": 64},
                                "embedding_size": 32, "max_seq_length": 32, "use_xla": False}
-  try:
-    args.extra_selection_seeds = [int(x) for x in args.extra_selection_seeds.split(",") if x.strip()]
-  except ValueError:
-    p.error(f"--extra-selection-seeds {args.extra_selection_seeds!r}: give integer seeds, e.g. 6,7")
-  clash = selection_seeds_clash(args.extra_selection_seeds, args.selection_seed, "--selection-seed",
-                                 args.first_seed, args.seeds)
-  if clash:
-    p.error(clash)
+  args.extra_selection_seeds = parse_extra_selection_seeds(p, args.extra_selection_seeds, args.selection_seed,
+                                                           "--selection-seed", args.first_seed, args.seeds)
   if not args.data_dir:
     p.error("--data-dir is required (a sample data directory), or --quick")
   return args

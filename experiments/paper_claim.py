@@ -636,13 +636,9 @@ def parse_args(argv=None):
     args.extend_examples = 0
   args.work_dir = os.path.abspath(args.work_dir)
   args.data_dir = os.path.join(args.work_dir, "data")
-  try:
-    extra = [int(x) for x in args.extra_selection_seeds.split(",") if x.strip()]
-  except ValueError:
-    p.error(f"--extra-selection-seeds {args.extra_selection_seeds!r}: give integer seeds, e.g. 6,7")
-  clash = le.selection_seeds_clash(extra, args.sweep_seed, "--sweep-seed", args.first_seed, args.seeds)
-  if clash:  # checked here, not hours later when the fine-tuning stage parses its arguments
-    p.error(clash)
+  # checked here, not hours later when the fine-tuning stage parses the seeds it is passed
+  le.parse_extra_selection_seeds(p, args.extra_selection_seeds, args.sweep_seed, "--sweep-seed", args.first_seed,
+                                 args.seeds)
   return args
 
 
