@@ -16,6 +16,7 @@ import re
 import typing
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
@@ -42,6 +43,50 @@ class ReferenceSchedule(keras.optimizers.schedules.LearningRateSchedule):
   def get_config(self):
     return dict(learning_rate=self.learning_rate, num_train_steps=self.num_train_steps,
                 num_warmup_steps=self.warmup_steps, power=self.power)
+
+
+class SettableSchedule(ReferenceSchedule):
+  """``ReferenceSchedule`` whose peak LR, length and warmup live in variables that ``set`` changes: one compiled
+  training step then serves runs of any peak LR and length (fine-tuning reuses its trainers across runs:
+  ``finetuning.trainer.TrainerCache``). Whether there is a warmup is fixed when it is made.
+
+  Its values inside a compiled step equal ``ReferenceSchedule``'s bit for bit: TensorFlow (XLA, and grappler's
+  arithmetic optimizer) turns a division by a constant into a multiplication by the constant's float32
+  reciprocal, which is what this computes from the variables (``tests/test_optimization.py``). Evaluated eagerly
+  (the logged learning rate) they may differ in the last bit.
+  """
+
+  def __init__(self, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+               warmup_proportion: float = 0.0, power: float = 1.0):
+    super().__init__(learning_rate, num_train_steps, num_warmup_steps, warmup_proportion, power)
+    self.has_warmup = self.warmup_steps > 0
+    new = lambda name: tf.Variable(0.0, dtype=tf.float32, trainable=False, name=name)
+    self._peak, self._steps, self._inv_steps, self._inv_warmup = (
+        new("peak_learning_rate"), new("num_train_steps"), new("inverse_num_train_steps"),
+        new("inverse_warmup_steps"))
+    self.set(learning_rate, num_train_steps, num_warmup_steps, warmup_proportion)
+
+  def set(self, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+          warmup_proportion: float = 0.0):
+    """The schedule of ``ReferenceSchedule(learning_rate, num_train_steps, ...)`` from the next step on."""
+    warmup = max(num_train_steps * warmup_proportion, num_warmup_steps)
+    if (warmup > 0) != self.has_warmup:
+      raise ValueError(f"this schedule was made {'with' if self.has_warmup else 'without'} a warmup; a run "
+                       f"{'without' if self.has_warmup else 'with'} one needs a new schedule")
+    self.learning_rate, self.num_train_steps, self.warmup_steps = float(learning_rate), int(num_train_steps), warmup
+    f32 = np.float32
+    self._peak.assign(f32(learning_rate))
+    self._steps.assign(f32(num_train_steps))
+    self._inv_steps.assign(f32(1.0) / f32(num_train_steps))
+    self._inv_warmup.assign(f32(1.0) / f32(warmup) if warmup > 0 else f32(0.0))
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    progress = tf.minimum(step, self._steps) * self._inv_steps
+    lr = self._peak * tf.pow(1.0 - progress, self.power)
+    if self.has_warmup:
+      lr *= tf.minimum(1.0, step * self._inv_warmup)
+    return lr
 
 
 def learning_rate_schedule(learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
@@ -140,10 +185,11 @@ def create_optimizer(learning_rate: float, num_train_steps: int, weight_decay_ra
                      num_warmup_steps: int = 0, warmup_proportion: float = 0.0, lr_decay_power: float = 1.0,
                      layerwise_lr_decay_power: float = -1.0, n_transformer_layers: typing.Optional[int] = None,
                      variable_names: typing.Optional[typing.Mapping[int, str]] = None,
-                     bias_correction: bool = False) -> AdamWeightDecay:
-  """The reference's ``create_optimizer`` (gradient clipping is the caller's: ``clip_by_global_norm``)."""
-  schedule = learning_rate_schedule(learning_rate, num_train_steps, num_warmup_steps, warmup_proportion,
-                                    lr_decay_power)
+                     bias_correction: bool = False, settable_schedule: bool = False) -> AdamWeightDecay:
+  """The reference's ``create_optimizer`` (gradient clipping is the caller's: ``clip_by_global_norm``).
+  ``settable_schedule``: a ``SettableSchedule`` (its peak LR and length can change after compilation)."""
+  schedule = (SettableSchedule if settable_schedule else ReferenceSchedule)(
+      learning_rate, num_train_steps, num_warmup_steps, warmup_proportion, lr_decay_power)
   multipliers = None
   if layerwise_lr_decay_power > 0:
     if n_transformer_layers is None:

@@ -25,6 +25,7 @@ from electra_tf.cli import common  # first: it quiets TensorFlow's start-up befo
 from electra_tf import presets, reporting, sample_data, seed_comparison  # pylint: disable=wrong-import-order
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning import FinetuningRun, baselines, get_task, splits
+from electra_tf.finetuning.trainer import TrainerCache
 from electra_tf.pretraining import evaluation, trainer
 
 NO_PRETRAINING_NAME = "electra_sample_no_pretraining"
@@ -114,6 +115,7 @@ def run(args) -> dict:
 
   print(f"== 3/5 fine-tuning on {labels} sst sentences: pre-trained vs. from random weights", flush=True)
   accuracies, settings = {}, {}
+  trainers = TrainerCache()  # the two runs differ in peak LR and init only: one compiled trainer serves both
   for key, name, init in (("pretrained", presets.SAMPLE_MODEL_NAME, None),
                           ("no_pretraining", NO_PRETRAINING_NAME, "none")):
     ft = presets.sample_label_subset_hparams(vocab_size, "pretrained" if init is None else "random")
@@ -122,7 +124,7 @@ def run(args) -> dict:
     settings[key] = {k: ft[k] for k in ("learning_rate", "num_train_epochs")}
     ft_cfg = FinetuningConfig.create(name, str(root), **ft, num_trials=seeds, raw_data_dir=split["dev_root"],
                                      **({"init_checkpoint": init} if init else {}))
-    job = FinetuningRun(ft_cfg, progress=not args.no_progress)
+    job = FinetuningRun(ft_cfg, progress=not args.no_progress, trainers=trainers)
     results = job.run()
     if job.stopped:  # the seeds so far would make a comparison of fewer seeds than it says
       print("stopped during fine-tuning; rerun the same command to resume", flush=True)

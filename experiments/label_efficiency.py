@@ -51,9 +51,13 @@ from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import FinetuningConfig
 from electra_tf.finetuning import baselines, get_task, selection, splits
 from electra_tf.finetuning.tagging import read_conll
+from electra_tf.finetuning.trainer import TrainerCache
 from units import log, read_json, unit, write_json  # resumable units and their stage files
 
 STAGES = ("baselines", "select", "final", "summary")
+# Every grid point, seed and model is a fine-tuning run of its own; the runs of a task share one compiled trainer
+# (reset for each run: the results of a new trainer, bit for bit), so a process traces each task's steps once.
+TRAINERS = TrainerCache()
 # our task name -> (library task, file format, metric, fine-tuning max_seq_length)
 TASKS = {"sst": ("sst", "tsv", "accuracy", 64), "pos": ("chunk", "conll", "f1", 128)}
 LABELS = {"electra": "ELECTRA", "mlm": "MLM only", "none": "random weights", "tfidf": "TF-IDF + LR",
@@ -148,7 +152,7 @@ def trial(args, task, method, size, setting, seed, on: str) -> dict:
   name = f"ft_{task}_{method}_{size_name(size)}_{setting.key()}_seed{seed}_{on}"
   start = time.time()
   value = selection.finetune_score(config_factory(args, task, method, name), setting, seed,
-                                   d[f"{on}_root"], TASKS[task][0], metric)
+                                   d[f"{on}_root"], TASKS[task][0], metric, trainers=TRAINERS)
   return {"task": task, "method": method, "size": d["train"], "setting": setting._asdict(), "seed": seed,
           "on": on, "value": value, "seconds": round(time.time() - start, 1),
           "length_bucket_width": args.pos_bucket_width if task == "pos" else 0}

@@ -50,6 +50,7 @@ import tensorflow as tf
 from electra_tf import presets, reporting, sample_data
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning.run import run_every_trial
+from electra_tf.finetuning.trainer import TrainerCache
 from electra_tf.pretraining import trainer
 
 STAGE_A_LRS = (1e-4, 3e-4, 1e-3, 2e-3)
@@ -69,6 +70,7 @@ FINETUNE_EPOCHS = 2.0  # the sample fine-tuning of the measured table (the main 
 HELDOUT_KEYS = ("disc_auc", "disc_auc_real", "disc_recall", "disc_precision", "disc_accuracy",
                 "masked_lm_accuracy", "disc_loss", "masked_lm_loss")
 COLLAPSE_RECALL, COLLAPSE_AUC_REAL = 0.05, 0.6
+TRAINERS = TrainerCache()  # the sweep's fine-tunes share one compiled trainer (the results of new ones)
 
 
 def log(msg: str):
@@ -191,7 +193,7 @@ def finetune(data_dir: str, name: str, init_checkpoint=None, seed: int = FINETUN
   hparams = {**presets.sample_finetuning_hparams(vocab_size), "num_train_epochs": FINETUNE_EPOCHS}
   cfg = FinetuningConfig.create(name, data_dir, **hparams, **overrides, seed=seed, num_trials=1)
   start = time.time()
-  results = run_every_trial(cfg, name)
+  results = run_every_trial(cfg, name, trainers=TRAINERS)
   return {"sst_accuracy": float(results[-1][presets.SAMPLE_TASK]["accuracy"]), "finetune_seed": seed,
           "finetune_seconds": round(time.time() - start, 1)}
 

@@ -166,8 +166,8 @@ def test_a_stop_during_fine_tuning_ends_the_job_without_a_comparison(main_job, m
   class StoppedRun:  # one trial finished, the next one stopped
     stopped = True
 
-    def __init__(self, cfg, progress):
-      del cfg, progress
+    def __init__(self, cfg, progress, trainers):
+      del cfg, progress, trainers
 
     def run(self):
       return [{"trial": 1, "seed": 1, presets.SAMPLE_TASK: {"accuracy": 50.0}}]

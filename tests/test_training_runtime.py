@@ -144,6 +144,54 @@ def test_the_next_trial_on_the_reset_trainer_equals_a_new_trainer(sst_root, bert
       np.testing.assert_array_equal(got[name], want[name], err_msg=f"trial {trial}: {name}")
 
 
+def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_constant_schedule(sst_root, bert_vocab,
+                                                                                             monkeypatch):
+  """An experiment's runs share trainers (``TrainerCache``): a run with another peak LR, length and seed on the
+  kept trainer traces and compiles nothing new, and ends with the weights and dev results of a new trainer whose
+  schedule holds its peak and length as constants (the optimizer as it was before schedules became settable),
+  bit for bit. A run of another shape gets a trainer of its own."""
+  from electra_tf import optimization
+  from electra_tf.finetuning import run as run_lib, trainer as trainer_lib
+  from electra_tf.training import loop
+  compiled = []
+  original_compile = loop.compile_loop
+
+  def counting_compile(*args, **kwargs):
+    compiled.append(1)
+    return original_compile(*args, **kwargs)
+
+  cache = trainer_lib.TrainerCache()
+  grid_point = dict(learning_rate=3e-4, num_train_epochs=1.5, seed=5, use_xla=True, keep_all_models=True)
+  with monkeypatch.context() as m:
+    m.setattr(loop, "compile_loop", counting_compile)
+    run_lib.FinetuningRun(_config(sst_root, bert_vocab, "cached_a", learning_rate=1e-3, num_train_epochs=1.0,
+                                  seed=3, use_xla=True), progress=False, trainers=cache).run()
+    cached = run_lib.FinetuningRun(_config(sst_root, bert_vocab, "cached_b", **grid_point), progress=False,
+                                   trainers=cache)
+    cached_results = cached.run()
+  assert len(compiled) == 1 and (cache.built, cache.reused) == (1, 1)
+
+  def constant_schedule_optimizer(*args, **kwargs):
+    return optimization.create_optimizer(*args, **{**kwargs, "settable_schedule": False})
+
+  with monkeypatch.context() as m:
+    m.setattr(trainer_lib, "create_optimizer", constant_schedule_optimizer)
+    fresh = run_lib.FinetuningRun(_config(sst_root, bert_vocab, "fresh_b", **grid_point), progress=False)
+    fresh_results = fresh.run()
+    assert type(fresh._trainer.schedule) is optimization.ReferenceSchedule  # pylint: disable=protected-access
+  assert [r["sst"] for r in cached_results] == [r["sst"] for r in fresh_results]
+  want, got = _trial_weights(fresh, 1), _trial_weights(cached, 1)
+  assert want.keys() == got.keys()
+  for name in want:
+    np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+  other = _config(sst_root, bert_vocab, "other", train_batch_size=4)
+  tasks = cached.tasks
+  assert cache.key(other, tasks) != cache.key(cached.config, tasks)
+  assert cache.key(_config(sst_root, bert_vocab, "x", **{**grid_point, "learning_rate": 1e-4, "seed": 9}), tasks) \
+      == cache.key(cached.config, tasks)
+
+
 def test_no_variable_the_compiled_fine_tuning_step_reads_is_int32(sst_root, bert_vocab):
   """TensorFlow keeps int32 variables in host memory on a GPU, and an XLA cluster there cannot read them (on an
   H200 the fine-tuning step stopped with "Trying to access resource trial_seed ... located in device CPU:0 from

@@ -21,7 +21,7 @@ from electra_tf.convert import load_pretrained_weights, write_tf1
 from electra_tf.finetuning import interrupted, outputs
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
-from electra_tf.finetuning.trainer import Trainer, num_train_steps
+from electra_tf.finetuning.trainer import Trainer, TrainerCache, num_train_steps
 from electra_tf.hparams import HParamError
 from electra_tf.tokenization import load_tokenizer
 
@@ -106,8 +106,8 @@ def load_encoder(model, init_checkpoint: str, reinit_embeddings: bool = False):
 class FinetuningRun:
   """One invocation: tasks, data, strategy and the trial loop."""
 
-  def __init__(self, config, tokenizer=None, progress: bool = True):
-    self.config = config
+  def __init__(self, config, tokenizer=None, progress: bool = True, trainers: typing.Optional[TrainerCache] = None):
+    self.config, self.trainers = config, trainers
     if config.num_trials == 0:
       raise HParamError("num_trials is 0: nothing to run")
     runtime.check_writable(config.model_dir, "model directory", directory=True)  # before training, not after
@@ -124,9 +124,12 @@ class FinetuningRun:
     self._trainer = None
 
   def trainer_for(self, seed: int) -> Trainer:
-    """The trial's trainer: built for the first trial, ``reset`` to ``seed`` for the next ones, so the
-    run traces and compiles its steps once (a trial starts as a new ``Trainer`` would)."""
-    if self._trainer is None:
+    """The trial's trainer: built for the first trial (or taken from ``trainers``, the cache of earlier runs),
+    ``reset`` to ``seed`` for the next ones, so the run traces and compiles its steps once (a trial starts as a
+    new ``Trainer`` would)."""
+    if self._trainer is None and self.trainers is not None:
+      self._trainer = self.trainers.get(self.config, self.tasks, self.strategy, seed)
+    elif self._trainer is None:
       self._trainer = Trainer(self.config, self.tasks, self.strategy, seed)
     else:
       self._trainer.reset(seed)
@@ -254,15 +257,18 @@ class FinetuningRun:
     return self.trial_results
 
 
-def run_finetuning(config, tokenizer=None, progress: bool = True) -> typing.List[dict]:
-  """Runs every trial of ``config`` and returns the per-trial results (see module docstring)."""
-  return FinetuningRun(config, tokenizer, progress).run()
+def run_finetuning(config, tokenizer=None, progress: bool = True,
+                   trainers: typing.Optional[TrainerCache] = None) -> typing.List[dict]:
+  """Runs every trial of ``config`` and returns the per-trial results (see module docstring). ``trainers``: a
+  ``TrainerCache`` to take the trainer from and leave it in, for a process that runs many fine-tunings."""
+  return FinetuningRun(config, tokenizer, progress, trainers).run()
 
 
-def run_every_trial(config, what: str, progress: bool = False) -> typing.List[dict]:
+def run_every_trial(config, what: str, progress: bool = False,
+                    trainers: typing.Optional[TrainerCache] = None) -> typing.List[dict]:
   """``run_finetuning`` for a caller that needs every trial's result: a stop signal (the running trial's
   checkpoint is saved) ends the process with one line naming ``what`` stopped and saying to rerun."""
-  job = FinetuningRun(config, progress=progress)
+  job = FinetuningRun(config, progress=progress, trainers=trainers)
   results = job.run()
   if job.stopped:
     raise SystemExit(f"fine-tuning {what} stopped by a signal; rerun the same command to resume it")

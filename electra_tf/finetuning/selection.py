@@ -15,6 +15,7 @@ import statistics
 import typing
 
 from electra_tf.finetuning.run import run_every_trial
+from electra_tf.finetuning.trainer import TrainerCache
 
 
 class Setting(typing.NamedTuple):
@@ -107,13 +108,14 @@ def select(score: typing.Callable[[Setting, int], float], settings: typing.Seque
 
 
 def finetune_score(config_factory: typing.Callable[..., typing.Any], setting: Setting, seed: int,
-                   raw_data_dir: str, task: str, metric: str) -> float:
+                   raw_data_dir: str, task: str, metric: str, trainers: typing.Optional[TrainerCache] = None) -> float:
   """One fine-tuning trial with ``setting`` and ``seed`` on the task data in ``raw_data_dir``; its "dev" score
   (the validation split on a ``validation`` root, dev on a ``dev`` root). ``config_factory(**overrides)``
-  makes the ``FinetuningConfig`` (model, data dir, init checkpoint and the rest)."""
+  makes the ``FinetuningConfig`` (model, data dir, init checkpoint and the rest); ``trainers``: the process's
+  ``TrainerCache`` (grid points and seeds then share compiled steps)."""
   cfg = config_factory(**setting.hparams(), seed=seed, num_trials=1, raw_data_dir=raw_data_dir,
                        keep_all_models=False)
-  value = float(run_every_trial(cfg, f"{setting.describe()}, seed {seed}")[-1][task][metric])
+  value = float(run_every_trial(cfg, f"{setting.describe()}, seed {seed}", trainers=trainers)[-1][task][metric])
   if not math.isfinite(value):
     raise ValueError(f"{task} {metric} is {value} for {setting.describe()}, seed {seed}")
   return value

@@ -14,6 +14,8 @@ clipped and applied once; steps, the schedule and epochs count global batches. D
 example (``per_example_dropout``), so the k micro-batches equal the one batch.
 """
 
+import collections
+import json
 import time
 import typing
 
@@ -158,7 +160,7 @@ class Trainer:
       self.loss_scale = DynamicLossScale() if config.mixed_precision == "float16" else None
       # int64: TensorFlow keeps int32 variables in host memory, which an XLA cluster on a GPU cannot read
       self.seed_var = tf.Variable(seed, dtype=tf.int64, trainable=False, name="trial_seed")
-    self.optimizer = None
+    self.optimizer = self.schedule = None
     self.stop_signal = None
     self._train_loop = self._predict_step = None
 
@@ -200,6 +202,8 @@ class Trainer:
   # ---- training -----------------------------------------------------------------------------------------
 
   def make_optimizer(self, total_steps: int):
+    """The optimizer and its schedule (``self.schedule``: peak LR and length are variables, so the compiled
+    step serves the next run of another peak LR or length: ``set_schedule``)."""
     cfg = self.config
     self._train_loop = None  # a compiled loop captures the optimizer it was built with
     names = {id(v): n for n, v in self.model.reference_variables().items()}
@@ -207,9 +211,18 @@ class Trainer:
       self.optimizer = create_optimizer(
           cfg.learning_rate, total_steps, cfg.weight_decay_rate, warmup_proportion=cfg.warmup_proportion,
           layerwise_lr_decay_power=cfg.layerwise_lr_decay,
-          n_transformer_layers=self.model_config.num_hidden_layers, variable_names=names)
+          n_transformer_layers=self.model_config.num_hidden_layers, variable_names=names,
+          settable_schedule=True)
       self.optimizer.build(self.model.trainable_variables)
+    self.schedule = self.optimizer._learning_rate  # pylint: disable=protected-access
     return self.optimizer
+
+  def set_schedule(self, total_steps: int):
+    """The schedule of ``config``'s peak LR and warmup over ``total_steps`` (building the optimizer if none)."""
+    if self.optimizer is None:
+      self.make_optimizer(total_steps)
+    else:
+      self.schedule.set(self.config.learning_rate, total_steps, warmup_proportion=self.config.warmup_proportion)
 
   def _build_train_loop(self):
     k = self.config.gradient_accumulation_steps
@@ -240,8 +253,7 @@ class Trainer:
     "finished", or "interrupted" (a stop signal: the checkpoint is saved, ``self.stop_signal`` names it).
     """
     cfg = self.config
-    if self.optimizer is None:
-      self.make_optimizer(total_steps)
+    self.set_schedule(total_steps)
     iterator = iter(make_dataset(arrays, cfg.train_batch_size, True, self.seed, cfg.length_bucket_width))
     ckpt = None
     if resume_dir:
@@ -254,7 +266,7 @@ class Trainer:
     writer = runtime.LazySummaryWriter(log_dir) if log_dir else None
     bar = runtime.progress_bar(progress, total_steps, int(self.optimizer.iterations.numpy()), desc="fine-tuning",
                                leave=False)
-    losses = _LossLog(writer, bar, self.optimizer._learning_rate)  # pylint: disable=protected-access
+    losses = _LossLog(writer, bar, self.schedule)
 
     def save(step):
       if writer is not None:
@@ -322,6 +334,50 @@ class Trainer:
       merged = {k: np.concatenate([c[k] for c in chunks[task.name]])[:len(task_id)] for k in chunks[task.name][0]}
       results[task.name] = {k: v[rows[:len(v)]] for k, v in merged.items()}
     return results
+
+
+class TrainerCache:
+  """Trainers kept for the next fine-tuning runs of one process (``FinetuningRun(..., trainers=cache)``).
+
+  A run's trials share one trainer. An experiment that makes every grid point and seed a run of its own would
+  otherwise trace and compile the same steps for each. With a cache, a run whose trainer would be built like a
+  kept one (the same config but for ``PER_RUN_FIELDS``, heads of the same tasks and sizes) takes that one, with
+  its config, ``reset`` to its seed: the weights, optimizer state, dropout masks and data order of a new trainer,
+  its own peak LR and length (``Trainer.set_schedule``), the same results bit for bit. Keeps the ``size`` most
+  recently used.
+  """
+  # What a reused trainer takes from the new run (its seed, init weights, peak LR and length) or only says where
+  # data and outputs are; every other field (sizes, batch, dropout, layer-wise decay, warmup, XLA ...) must equal.
+  PER_RUN_FIELDS = frozenset({
+      "model_name", "data_dir", "raw_data_dir", "vocab_file", "tfds_data_dir", "init_checkpoint",
+      "reinit_embeddings", "seed", "num_trials", "keep_all_models", "do_eval", "eval_every_epoch", "log_examples",
+      "write_test_outputs", "n_writes_test", "skip_bad_rows", "learning_rate", "num_train_epochs"})
+
+  def __init__(self, size: int = 4):
+    self.size = size
+    self._kept = collections.OrderedDict()
+    self.built = self.reused = 0
+
+  def key(self, config, tasks) -> str:
+    fields = {k: v for k, v in config.to_dict().items() if k not in self.PER_RUN_FIELDS}
+    heads = [(t.name, t.head_type, t.num_outputs) for t in tasks]
+    return json.dumps([fields, heads], sort_keys=True, default=str)
+
+  def get(self, config, tasks, strategy: tf.distribute.Strategy, seed: int) -> Trainer:
+    """A kept trainer reset for this run, else a new one (then kept)."""
+    key = self.key(config, tasks)
+    trainer = self._kept.pop(key, None)
+    if trainer is None:
+      trainer = Trainer(config, tasks, strategy, seed)
+      self.built += 1
+    else:
+      trainer.config, trainer.tasks = config, tasks
+      trainer.reset(seed)
+      self.reused += 1
+    self._kept[key] = trainer
+    while len(self._kept) > self.size:
+      self._kept.popitem(last=False)
+    return trainer
 
 
 def _local_concat(strategy, value) -> np.ndarray:
