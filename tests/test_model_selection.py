@@ -151,8 +151,8 @@ def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
   class StoppedRun:
     stopped = True
 
-    def __init__(self, cfg, progress):
-      del cfg, progress
+    def __init__(self, cfg, progress, trainers):
+      del cfg, progress, trainers
 
     def run(self):
       return []
