@@ -51,7 +51,7 @@ class SettableSchedule(ReferenceSchedule):
   ``finetuning.trainer.TrainerCache``). Whether there is a warmup is fixed when it is made.
 
   Its values inside a compiled step equal ``ReferenceSchedule``'s bit for bit: TensorFlow (XLA, and grappler's
-  arithmetic optimizer) turns a division by a constant into a multiplication by the constant's float32
+  constant folding in a graph) turns a division by a constant into a multiplication by the constant's float32
   reciprocal, which is what this computes from the variables (``tests/test_optimization.py``). Evaluated eagerly
   (the logged learning rate) they may differ in the last bit.
   """

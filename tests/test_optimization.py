@@ -16,12 +16,15 @@ def test_learning_rate_schedule_hand_computed():
   assert float(lr(100)) == pytest.approx(0.0)
 
 
-@pytest.mark.parametrize("jit", [True, False])
-def test_settable_schedule_equals_the_constant_schedule_in_a_compiled_step(jit):
+@pytest.mark.parametrize("mode", ["xla", "graph", "graph_accumulation_options"])
+def test_settable_schedule_equals_the_constant_schedule_in_a_compiled_step(mode):
   """``SettableSchedule`` (peak LR and length in variables, so a compiled step serves any) gives the learning
-  rates of ``ReferenceSchedule`` with those values as constants, bit for bit, under XLA and in a graph; after
-  ``set`` those of the new values. Its variables are not the optimizer's (a trainer's reset zeroes those)."""
-  from electra_tf.optimization import ReferenceSchedule, SettableSchedule, create_optimizer
+  rates of ``ReferenceSchedule`` with those values as constants, bit for bit, under XLA and in a graph (also with
+  the graph options gradient accumulation runs under); after ``set`` those of the new values. Its variables are
+  not the optimizer's (a trainer's reset zeroes those)."""
+  import contextlib
+  from electra_tf.optimization import (ReferenceSchedule, SettableSchedule, accumulation_graph_options,
+                                       create_optimizer)
   settable = SettableSchedule(1e-3, 160, warmup_proportion=0.1)
   for lr, steps, proportion in [(1e-3, 160, 0.1), (3e-4, 219, 0.1), (1e-4, 1000, 0.1), (1e-3, 37, 0.1),
                                 (3e-4, 617, 0.06)]:
@@ -31,8 +34,9 @@ def test_settable_schedule_equals_the_constant_schedule_in_a_compiled_step(jit):
     values = {}
     for name, schedule in (("settable", settable), ("constant", constant)):
       fn = tf.function(lambda s, schedule=schedule: tf.map_fn(schedule, s, fn_output_signature=tf.float32),
-                       jit_compile=jit)
-      values[name] = fn(every_step).numpy()
+                       jit_compile=mode == "xla")
+      with accumulation_graph_options() if mode == "graph_accumulation_options" else contextlib.nullcontext():
+        values[name] = fn(every_step).numpy()
     np.testing.assert_array_equal(values["settable"], values["constant"], err_msg=f"{lr} {steps} {proportion}")
     assert values["settable"][0] == 0.0 and abs(values["settable"][-1]) < 1e-9  # ends at 0 (to rounding)
     assert values["settable"].max() == pytest.approx(lr * (1 - 0.1), rel=0.15)
