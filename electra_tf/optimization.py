@@ -69,16 +69,17 @@ class SettableSchedule(ReferenceSchedule):
   def set(self, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
           warmup_proportion: float = 0.0):
     """The schedule of ``ReferenceSchedule(learning_rate, num_train_steps, ...)`` from the next step on."""
-    warmup = max(num_train_steps * warmup_proportion, num_warmup_steps)
-    if (warmup > 0) != self.has_warmup:
+    values = ReferenceSchedule(learning_rate, num_train_steps, num_warmup_steps, warmup_proportion, self.power)
+    if (values.warmup_steps > 0) != self.has_warmup:
       raise ValueError(f"this schedule was made {'with' if self.has_warmup else 'without'} a warmup; a run "
                        f"{'without' if self.has_warmup else 'with'} one needs a new schedule")
-    self.learning_rate, self.num_train_steps, self.warmup_steps = float(learning_rate), int(num_train_steps), warmup
+    self.learning_rate, self.num_train_steps, self.warmup_steps = (values.learning_rate, values.num_train_steps,
+                                                                   values.warmup_steps)
     f32 = np.float32
-    self._peak.assign(f32(learning_rate))
-    self._steps.assign(f32(num_train_steps))
-    self._inv_steps.assign(f32(1.0) / f32(num_train_steps))
-    self._inv_warmup.assign(f32(1.0) / f32(warmup) if warmup > 0 else f32(0.0))
+    self._peak.assign(f32(self.learning_rate))
+    self._steps.assign(f32(self.num_train_steps))
+    self._inv_steps.assign(f32(1.0) / f32(self.num_train_steps))
+    self._inv_warmup.assign(f32(1.0) / f32(self.warmup_steps) if self.has_warmup else f32(0.0))
 
   def __call__(self, step):
     step = tf.cast(step, tf.float32)
