@@ -171,10 +171,16 @@ class Trainer:
       model.build()
     return model
 
-  def reset(self, seed: int):
+  def reset(self, seed: int, config=None, tasks=None):
     """The state a new ``Trainer(config, tasks, strategy, seed)`` would start from, on these objects: the
     weights initialised from ``seed`` (copied from a model built as ``__init__`` builds it), the optimizer's
-    slots and step at zero, the loss scale at its start and ``seed`` for the dropout masks and data order."""
+    slots and step at zero, the loss scale at its start and ``seed`` for the dropout masks and data order.
+    ``config`` / ``tasks``: a next run's, which must build this trainer (``TrainerCache`` checks that); the
+    schedule then follows its peak LR when it trains."""
+    if config is not None:
+      self.config = config
+    if tasks is not None:
+      self.tasks = tasks
     fresh = self._new_model(seed)
     mine, theirs = self.model.weights, fresh.weights
     if [tuple(v.shape) for v in mine] != [tuple(v.shape) for v in theirs]:
@@ -371,8 +377,7 @@ class TrainerCache:
       trainer = Trainer(config, tasks, strategy, seed)
       self.built += 1
     else:
-      trainer.config, trainer.tasks = config, tasks
-      trainer.reset(seed)
+      trainer.reset(seed, config, tasks)
       self.reused += 1
     self._kept[key] = trainer
     while len(self._kept) > self.size:
