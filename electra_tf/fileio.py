@@ -16,7 +16,17 @@ import shutil
 import tempfile
 import typing
 
-import tensorflow as tf
+
+class _LazyTensorFlow:
+  """``tensorflow``, imported at the first remote path: local work (building data from local text, for one)
+  starts without paying TensorFlow's import."""
+
+  def __getattr__(self, name):
+    import tensorflow  # pylint: disable=import-outside-toplevel
+    return getattr(tensorflow, name)
+
+
+tf = _LazyTensorFlow()
 
 
 def is_remote(path) -> bool:

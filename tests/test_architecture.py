@@ -37,6 +37,11 @@ ALLOWED = {
 # conversion start without them (test_training_and_conversion_import_without_the_text_packages).
 TEXT_ONLY = ("tensorflow_text", "tensorflow_datasets", "blingfire")
 LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm", "keras_hub", *TEXT_ONLY}
+# Building pre-training data from local text imports no TensorFlow (its import is seconds of a job that takes
+# about one): the units on that path load it, and the modules that need it, where a graph, a remote path or
+# the input pipeline is used (test_building_from_local_text_imports_no_tensorflow).
+TF_LAZY_UNITS = {"fileio", "tokenization", "pretrain_data"}
+TF_MODULES = {"tensorflow", "electra_tf.tokenization.graph", "electra_tf.pretrain_data.dataset"}
 
 
 def _unit(path: pathlib.Path) -> str:
@@ -117,6 +122,8 @@ def test_imports_sit_at_the_top_of_each_file():
         continue  # a command parses its flags before it loads TensorFlow
       if _unit(path) == "__init__" and name == "electra_tf.keras_encoder":
         continue  # electra_tf.load_encoder: TensorFlow loads on first use, not on ``import electra_tf``
+      if _unit(path) in TF_LAZY_UNITS and name in TF_MODULES:
+        continue
       lazy.append(f"{path.relative_to(REPO_ROOT)}: {name}")
   assert not lazy, "function-level imports of required packages:\n" + "\n".join(lazy)
 
@@ -130,6 +137,23 @@ def test_entry_points_only_call_a_command_and_nothing_imports_them():
   importers = [f"{p.relative_to(REPO_ROOT)} imports {n}" for p in _library_files() for n, _ in _imports(p)
                if n.split(".")[-1] == "__main__"]
   assert not importers, "\n".join(importers)
+
+
+def test_building_from_local_text_imports_no_tensorflow(tmp_path, bert_vocab):
+  """The data command on a local text corpus runs with TensorFlow unimportable, and writes what TensorFlow
+  reads (tests/test_tfrecord.py checks the bytes against TensorFlow's own writer)."""
+  (tmp_path / "corpus").mkdir()
+  (tmp_path / "corpus" / "a.txt").write_text("The first sentence.\nAnd a second one, longer.\n\nA new document.\n",
+                                             encoding="utf-8")
+  code = ("import sys\n"
+          "sys.modules['tensorflow'] = None  # importing it now raises ImportError\n"
+          "from electra_tf.cli.build_data import main\n"
+          f"sys.exit(main(['--corpus-dir', {str(tmp_path / 'corpus')!r}, '--vocab-file', {str(bert_vocab)!r}, "
+          f"'--output-dir', {str(tmp_path / 'out')!r}, '--num-shards', '2', '--no-progress']))\n")
+  proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+  assert proc.returncode == 0, proc.stderr.strip().splitlines()[-3:]
+  assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+      "metadata.json", "pretrain_data.tfrecord-0-of-2", "pretrain_data.tfrecord-1-of-2"]
 
 
 def test_training_and_conversion_import_without_the_text_packages():

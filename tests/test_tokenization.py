@@ -24,10 +24,13 @@ def _hf_tokenizer(vocab, do_lower_case, strip_accents=None):
   return tok
 
 
-def _check_all_lines(vocab, lines, do_lower_case, strip_accents=None):
+def _check_all_lines(vocab, lines, do_lower_case, strip_accents=None, graph=False):
   ours = tokenization.FullTokenizer(vocab, do_lower_case, strip_accents)
   hf = _hf_tokenizer(vocab, do_lower_case, strip_accents)
   flat, splits = ours.batch_ids(lines)
+  if graph:  # the TensorFlow graph path gives the same ids
+    graph_flat, graph_splits = ours.tf_batch_ids(lines)
+    assert graph_splits.tolist() == splits.tolist() and graph_flat.tolist() == flat.tolist()
   n_pieces = 0
   for i, line in enumerate(lines):
     expected = hf.convert_tokens_to_ids(hf.tokenize(line))
@@ -41,7 +44,7 @@ def _check_all_lines(vocab, lines, do_lower_case, strip_accents=None):
 def test_wikitext_valid_test_ids_equal_hf_bert(data_dir, bert_vocab, do_lower_case):
   lines = _wikitext_lines(data_dir, ["valid", "test"])
   assert len(lines) > 8000
-  assert _check_all_lines(bert_vocab, lines, do_lower_case) > 400_000
+  assert _check_all_lines(bert_vocab, lines, do_lower_case, graph=True) > 400_000
 
 
 @pytest.mark.slow
@@ -85,9 +88,11 @@ def test_corner_cases_fast_equals_reference_and_hf(bert_vocab, do_lower_case, st
   ours = tokenization.FullTokenizer(bert_vocab, do_lower_case, strip_accents)
   cases = HF_CASES + REF_ONLY_CASES
   flat, splits = ours.batch_ids(cases)
+  graph_flat, graph_splits = ours.tf_batch_ids(cases)
   for i, text in enumerate(cases):
     slow = ours.convert_tokens_to_ids(ours.tokenize(text))
     assert flat[splits[i]:splits[i + 1]].tolist() == slow, repr(text)
+    assert graph_flat[graph_splits[i]:graph_splits[i + 1]].tolist() == slow, repr(text)
   hf = _hf_tokenizer(bert_vocab, do_lower_case, strip_accents)
   for text in HF_CASES:
     assert ours.tokenize(text) == hf.tokenize(text), repr(text)
@@ -104,6 +109,7 @@ def test_private_use_kept_as_reference_does(bert_vocab):
   assert ours.tokenize("a\ue000b") == ["[UNK]"]
   flat, _ = ours.batch_ids(["a\ue000b"])
   assert flat.tolist() == [ours.vocab["[UNK]"]]
+  assert ours.tf_batch_ids(["a\ue000b"])[0].tolist() == [ours.vocab["[UNK]"]]
 
 
 def test_reference_interface_and_known_ids(bert_vocab):
@@ -177,6 +183,10 @@ def test_cached_tokenize_equals_per_character_steps_corner_cases(bert_vocab, do_
     for text in CACHE_CASES:
       assert tok.tokenize(text) == tok._tokenize_per_char(text), repr(text)
   assert len(tok._word_cache) <= 3
+  for batch in (CACHE_CASES[:2], CACHE_CASES, CACHE_CASES[::-1]):  # batch_ids' cache: kept, then emptied
+    flat, splits = tok.batch_ids(batch)
+    for i, text in enumerate(batch):
+      assert flat[splits[i]:splits[i + 1]].tolist() == tok.convert_tokens_to_ids(tok._tokenize_per_char(text))
 
 
 def test_cached_tokenize_equals_per_character_steps_all_wikitext(data_dir, bert_vocab):

@@ -18,11 +18,12 @@ arguments after ``--`` are Beam's pipeline options (docs/data.md).
 """
 
 import argparse
+import gc
 import sys
 
 from electra_tf.cli import common
 from electra_tf.errors import DataPrepError
-from electra_tf.pretrain_data import build, verify
+from electra_tf.pretrain_data import build
 
 
 def split_pipeline_args(argv):
@@ -104,6 +105,7 @@ def _use_sample_setup_if_no_data(args):
 def _verify(args):
   if not args.output_dir:
     raise DataPrepError("--verify needs --output-dir DIR, the directory the data was built into")
+  from electra_tf.pretrain_data import verify  # pylint: disable=import-outside-toplevel  (TensorFlow)
   report = verify.verify_pretraining_data(args.output_dir, progress=args.progress)
   report.raise_if_bad()
   print(report.summary())
@@ -112,6 +114,9 @@ def _verify(args):
 def _run(args):
   if args.verify:
     return _verify(args)
+  # What the imports made is never garbage: the collector need not walk it again and again while a build
+  # allocates millions of small objects (about 7% of a WikiText-2 build's wall time).
+  gc.freeze()
   _use_sample_setup_if_no_data(args)
   tfds = None
   if args.tfds_name:

@@ -32,13 +32,13 @@ import tempfile
 import time
 import uuid
 
-import tensorflow as tf
 
 from electra_tf import fileio, tokenization
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build
 from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
+from electra_tf.pretrain_data import tfrecord
 from electra_tf.pretrain_data import units as units_lib
 
 try:
@@ -120,9 +120,8 @@ class _PackChunks(beam.DoFn if beam else object):
     for split, num_shards in self._shard_counts.items():
       ids, seg, lengths = result.splits[split]
       offset = _shard_offset(key, split, num_shards)
-      for row in range(ids.shape[0]):
-        yield ((split, (offset + row) % num_shards),
-               ((ordinal, c, row), int(lengths[row]), build.serialize_example(ids[row], seg[row], lengths[row])))
+      for row, record in enumerate(tfrecord.encode_examples(ids, seg, lengths)):
+        yield ((split, (offset + row) % num_shards), ((ordinal, c, row), int(lengths[row]), record))
     yield beam.pvalue.TaggedOutput("counts", (result.num_pieces, result.num_documents, result.num_sentences))
 
 
@@ -137,7 +136,7 @@ def _write_shard(shard_and_records, tmp_dir, shard_counts):
   records = sorted(records, key=lambda r: r[0])
   name = _shard_name(split, shard, shard_counts)
   path = fileio.join(tmp_dir, name)
-  with tf.io.TFRecordWriter(path) as writer:
+  with tfrecord.TFRecordWriter(path) as writer:
     for _, _, data in records:
       writer.write(data)
   return split, name, len(records), sum(r[1] for r in records), tokenization.file_checksum(path)
@@ -159,7 +158,7 @@ def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, counts, setti
       name = _shard_name(split, i, shard_counts)
       if name not in written:
         path = fileio.join(tmp_dir, name)
-        tf.io.TFRecordWriter(path).close()
+        tfrecord.TFRecordWriter(path).close()
         written[name] = (split, 0, 0, tokenization.file_checksum(path))
       _, n, t, sha = written[name]
       shards[name] = {"num_records": n, "sha256": sha}

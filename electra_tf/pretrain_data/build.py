@@ -16,9 +16,9 @@ import functools
 import os
 import random
 import sys
+import threading
 import time
 
-import tensorflow as tf
 from tqdm import tqdm
 
 from electra_tf import fileio, runtime, tokenization
@@ -26,6 +26,7 @@ from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
 from electra_tf.pretrain_data import packing
 from electra_tf.pretrain_data import pool as pool_lib
+from electra_tf.pretrain_data import tfrecord
 from electra_tf.pretrain_data import units as units_lib
 from electra_tf.pretrain_data.corpus import DataPrepError
 
@@ -43,18 +44,13 @@ def shard_name(prefix, i, n):
 # Chunk processing (runs in worker processes).
 
 _WORKER = {}
-# Measured on a 2-core machine: one process tokenizes ~6 MB of text/s with tf-text's threads on both
-# cores, and a worker's start-up costs ~4 s of CPU, so 42 MiB (4x WikiText-2) still ran faster in one
-# process (14.3x the reference builder) than in two (10.9x).
-MIN_BYTES_PER_WORKER = 64 << 20
+# A worker starts in about 0.2 s (no TensorFlow). Measured on 2 idle cores (2026-11-27, 100 shards): WikiText-2
+# train's first 2.6 / 5.3 / 10.4 MiB built in 0.20 / 0.41 / 0.98 s with one process and 0.25 / 0.45 / 0.81 s
+# with two.
+MIN_BYTES_PER_WORKER = 8 << 20
 
 
-def _init_worker(vocab_file, do_lower_case, strip_accents, single_thread):
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  if single_thread:
-    # One process per core: TF's own thread pools would only oversubscribe the cores.
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+def _init_worker(vocab_file, do_lower_case, strip_accents):
   _WORKER["tokenizer"] = tokenization.load_tokenizer(vocab_file, do_lower_case, strip_accents)
 
 
@@ -64,11 +60,10 @@ def _process_chunk(args):
 
 def serialized_payload(tokenizer, *args):
   """process_payload with each split's examples as ``(tf.train.Example bytes, token count)``: serialized where
-  the chunk is packed, so a process writing shards for several workers only writes bytes (serializing was
-  about 45 us an example, the largest serial part of a multi-process build)."""
+  the chunk is packed, so a process writing shards for several workers only writes bytes."""
   result = process_payload(tokenizer, *args)
   return result._replace(splits={
-      name: ([serialize_example(i, s, n) for i, s, n in zip(ids, seg, lengths)], int(lengths.sum()))
+      name: (tfrecord.encode_examples(ids, seg, lengths), int(lengths.sum()))
       for name, (ids, seg, lengths) in result.splits.items()})
 
 
@@ -133,42 +128,94 @@ def iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars):
 # Writing.
 
 
-def serialize_example(input_ids, segment_ids, length):
-  """One padded example (two [max_len] int arrays and its unpadded length) -> tf.train.Example bytes."""
-  max_len = len(input_ids)
-  mask = [1] * int(length) + [0] * (max_len - int(length))
-  feature = lambda values: tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-  return tf.train.Example(features=tf.train.Features(feature={
-      "input_ids": feature(input_ids.tolist()),
-      "input_mask": feature(mask),
-      "segment_ids": feature(segment_ids.tolist()),
-  })).SerializeToString(deterministic=True)  # sorted map keys: same bytes in every process
+class _ShardFiles:
+  """Creates a build's shard files in a thread while the first chunks are tokenized.
+
+  Creating 1,000 files in a new directory took 0.14-0.70 s on the development machine's ext4 (0.02 s in
+  a directory used before), as much as tokenizing WikiText-2. The GIL's switch interval is short while the
+  thread runs, so that it goes on as soon as each file's system call returns (the default 5 ms would let
+  it create one file per interval beside the tokenizing thread).
+  """
+
+  SWITCH_INTERVAL = 5e-4
+
+  def __init__(self, paths):
+    self._files, self._error = [], None
+    self._interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(self._interval, self.SWITCH_INTERVAL))
+    self._thread = threading.Thread(target=self._create, args=(paths,), daemon=True)
+    self._thread.start()
+
+  def _create(self, paths):
+    try:
+      for path in paths:
+        self._files.append(tfrecord.TFRecordWriter(path))
+    except BaseException as e:  # pylint: disable=broad-except  (raised where the files are wanted)
+      self._error = e
+    finally:
+      sys.setswitchinterval(self._interval)
+
+  def ready(self) -> bool:
+    return not self._thread.is_alive()
+
+  def get(self) -> list:
+    """The open files, in the order of their paths, once all are created."""
+    self._thread.join()
+    if self._error is not None:
+      raise self._error
+    return self._files
+
+  def close(self):
+    self._thread.join()
+    for f in self._files:
+      f.close()
 
 
 class _ShardWriter:
-  """Writes examples round-robin over ``num_shards`` files (like one reference job over its files)."""
+  """Writes examples round-robin over ``num_shards`` files (like one reference job over its files).
 
-  def __init__(self, tf, directory, prefix, num_shards):
-    self._tf = tf
+  ``files`` (``_ShardFiles``) holds the open files from ``first_file`` on; records wait in memory, per shard,
+  until they are created (or ``FLUSH_BYTES`` of records wait).
+  """
+
+  FLUSH_BYTES = 32 << 20
+
+  def __init__(self, directory, prefix, num_shards, files, first_file=0):
     self.names = [shard_name(prefix, i, num_shards) for i in range(num_shards)]
     self._directory = directory
-    self._writers = [tf.io.TFRecordWriter(os.path.join(directory, n)) for n in self.names]
+    self._files, self._first = files, first_file
+    self._writers = None
+    self._buffers = [[] for _ in self.names]
+    self._buffered_bytes = 0
     self.num_records = [0] * num_shards
     self.num_examples = 0
     self.num_tokens = 0
 
   def write(self, records, num_tokens):
     """Serialized examples (``serialized_payload``) and their real tokens."""
+    n = len(self.names)
     for record in records:
-      shard = self.num_examples % len(self._writers)
-      self._writers[shard].write(record)
+      shard = self.num_examples % n
+      self._buffers[shard].append(record)
+      self._buffered_bytes += len(record)
       self.num_records[shard] += 1
       self.num_examples += 1
     self.num_tokens += num_tokens
+    if self._buffered_bytes >= self.FLUSH_BYTES or self._files.ready():
+      self._flush()
+
+  def _flush(self):
+    if self._writers is None:
+      self._writers = self._files.get()[self._first:self._first + len(self.names)]
+    for writer, buffer in zip(self._writers, self._buffers):
+      for record in buffer:
+        writer.write(record)
+      buffer.clear()
+    self._buffered_bytes = 0
 
   def close(self):
-    for w in self._writers:
-      w.close()
+    """Writes what waits; the files themselves are closed by ``_ShardFiles.close``."""
+    self._flush()
 
   def shards(self) -> dict:
     """Per shard: its record count and SHA-256, so that verification can be exact (a shard cut at a
@@ -303,8 +350,8 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
     parent_takes_chunks: with num_processes > 1 the calling process tokenizes too (False: only the
       workers do, for tests).
     min_bytes_per_worker: when the corpus size is known (corpus_dir only), an extra process is started
-      only per this many bytes of text; a worker's start-up (a TensorFlow runtime, seconds of CPU) costs
-      more than it saves on a smaller corpus. 0 starts every requested process.
+      only per this many bytes of text; on a smaller corpus a worker's start-up costs more than it saves.
+      0 starts every requested process.
     dump_unit_bytes: compressed bytes per unit of a multistream dump read through its index.
 
   Returns:
@@ -335,33 +382,27 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
   try:
     # The old output survives until the new one is complete.
     with runtime.atomic_directory(output_dir, overwrite=True) as tmp_dir:
-      writers = {"train": _ShardWriter(tf, tmp_dir, TRAIN_PREFIX, num_shards)}
+      layout = [("train", TRAIN_PREFIX, num_shards)]
       if eval_fraction > 0:
-        writers["eval"] = _ShardWriter(tf, tmp_dir, EVAL_PREFIX, num_eval_shards)
-      tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
-      if num_processes == 1:
-        results = (serialized_payload(tokenizer, *t) for t in tasks)
-      else:
-        pool = pool_lib.SharedWork(functools.partial(serialized_payload, tokenizer), tasks, num_processes - 1,
-                                   functools.partial(_worker_main, (str(vocab_file), do_lower_case,
-                                                                    strip_accents, True)),
-                                   parent_takes_chunks)
-        results = pool.results()
-      totals = collections.Counter()
-      bar = _progress_bar(progress)
-      for result in results:
-        for split, writer in writers.items():
-          writer.write(*result.splits[split])
-        totals["pieces"] += result.num_pieces
-        stats.documents += result.num_documents
-        stats.sentences += result.num_sentences
-        if bar is not None:
-          bar.update(result.num_pieces)
-          bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
-      if bar is not None:
-        bar.close()
-      for writer in writers.values():
-        writer.close()
+        layout.append(("eval", EVAL_PREFIX, num_eval_shards))
+      files = _ShardFiles([os.path.join(tmp_dir, shard_name(prefix, i, n)) for _, prefix, n in layout
+                           for i in range(n)])
+      try:
+        writers, first = {}, 0
+        for split, prefix, n in layout:
+          writers[split] = _ShardWriter(tmp_dir, prefix, n, files, first)
+          first += n
+        tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
+        if num_processes == 1:
+          results = (serialized_payload(tokenizer, *t) for t in tasks)
+        else:
+          worker = functools.partial(_worker_main, (str(vocab_file), do_lower_case, strip_accents))
+          pool = pool_lib.SharedWork(functools.partial(serialized_payload, tokenizer), tasks, num_processes - 1,
+                                     worker, parent_takes_chunks)
+          results = pool.results()
+        num_pieces = _write_results(results, writers, stats, progress)
+      finally:
+        files.close()  # before the directory is published, or removed on an error
       if pool is not None:
         pool.close()
         pool = None
@@ -372,7 +413,7 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
                                       w.num_examples, w.num_tokens)
                 for split, w in writers.items()}
       meta = build_metadata(tokenizer_metadata(tokenizer, vocab_file), max_seq_length, blanks_separate_docs,
-                            seed, totals["pieces"], stats, splits, time.time() - start,
+                            seed, num_pieces, stats, splits, time.time() - start,
                             num_processes=num_processes, runner="local")
       metadata_lib.write_metadata(tmp_dir, meta)
     return meta
@@ -380,6 +421,26 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
     if pool is not None:
       pool.close(terminate=True)
     raise
+
+
+def _write_results(results, writers, stats, progress) -> int:
+  """Writes every chunk's examples (``ChunkResult``s in corpus order); returns the word pieces counted."""
+  num_pieces = 0
+  bar = _progress_bar(progress)
+  for result in results:
+    for split, writer in writers.items():
+      writer.write(*result.splits[split])
+    num_pieces += result.num_pieces
+    stats.documents += result.num_documents
+    stats.sentences += result.num_sentences
+    if bar is not None:
+      bar.update(result.num_pieces)
+      bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
+  if bar is not None:
+    bar.close()
+  for writer in writers.values():
+    writer.close()
+  return num_pieces
 
 
 def _worker_main(init_args, task_q, result_q):

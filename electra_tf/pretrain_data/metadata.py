@@ -4,8 +4,6 @@ import json
 import logging
 import os
 
-import tensorflow as tf
-
 from electra_tf import fileio, tokenization
 from electra_tf.errors import DataPrepError
 
@@ -39,7 +37,7 @@ def read_metadata(data_dir_or_glob):
     return None
   try:
     return json.loads(fileio.read_text(path))
-  except (OSError, ValueError, tf.errors.OpError) as e:
+  except (OSError, ValueError, fileio.tf.errors.OpError) as e:  # the last: remote paths
     raise DataPrepError(f"pre-training data metadata {path} is unreadable ({e}); rebuild the data with "
                      "data_prep/build_pretraining_dataset.py") from None
 

@@ -32,8 +32,7 @@ class SharedWork:
   """The parent and ``num_workers`` spawned processes take tasks from one queue.
 
   The parent works too (``work(*task)``, its tokenizer is already loaded), so no time is lost while the
-  workers start up (importing TensorFlow takes seconds); results (each with ``.index``, the task's first
-  element) are yielded in task order and at most ``IN_FLIGHT_PER_PROCESS * processes`` tasks are in flight,
+  workers start up; results (each with ``.index``, the task's first element) are yielded in task order and at most ``IN_FLIGHT_PER_PROCESS * processes`` tasks are in flight,
   which bounds memory. ``worker_main(task_q, result_q)`` is each worker's target (picklable: spawned).
   """
 

@@ -14,10 +14,8 @@ import io
 import itertools
 
 import sentencepiece as spm
-import tensorflow as tf
 import tokenizers
 import tqdm
-from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
 from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
@@ -162,6 +160,8 @@ def _learn_hf(sentences, vocab_size, reserved, do_lower_case, strip_accents, max
 
 def _learn_tf_text(sentences, vocab_size, reserved, do_lower_case, strip_accents, max_unique_chars,
                    progress):
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset  # pylint: disable=import-outside-toplevel
   presplit = tokenization.BasicTokenizer(do_lower_case, strip_accents)
   error = []
 

@@ -10,13 +10,29 @@
   ``check_writable`` (an output that could not be written is reported before the work, not after it).
 - ``restore``: ``restore_checkpoint``, a restore that may not fit, reported in one line.
 
-Every name is also importable from ``electra_tf.runtime`` itself.
+Every name is also importable from ``electra_tf.runtime`` itself, its module imported on first use: the
+jobs that need no TensorFlow (building data from local text) import ``outputs`` without it.
 """
 
-from electra_tf.runtime.console import format_duration, log_line, progress_bar
-from electra_tf.runtime.devices import is_chief, select_strategy
-from electra_tf.runtime.outputs import atomic_directory, atomic_write, check_writable
-from electra_tf.runtime.precision import PRECISION_POLICIES, set_precision_policy
-from electra_tf.runtime.restore import restore_checkpoint
-from electra_tf.runtime.signals import stop_requests
-from electra_tf.runtime.summaries import LazySummaryWriter, write_scalars
+import importlib
+
+_MODULE_OF = {
+    "format_duration": "console", "log_line": "console", "progress_bar": "console",
+    "is_chief": "devices", "select_strategy": "devices",
+    "atomic_directory": "outputs", "atomic_write": "outputs", "check_writable": "outputs",
+    "PRECISION_POLICIES": "precision", "set_precision_policy": "precision",
+    "restore_checkpoint": "restore",
+    "stop_requests": "signals",
+    "LazySummaryWriter": "summaries", "write_scalars": "summaries",
+}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name):
+  if name in _MODULE_OF:
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_MODULE_OF))

@@ -4,11 +4,9 @@
 import collections
 
 import numpy as np
-import tensorflow as tf
 
 from electra_tf import fileio
 from electra_tf.tokenization.basic import BasicTokenizer
-from electra_tf.tokenization.graph import RE_MN, tf_text
 from electra_tf.tokenization.vocab import default_strip_accents, sentencepiece_processor, sentencepiece_special
 
 
@@ -62,6 +60,8 @@ class SentencePieceTokenizer:
 
   def tf_module(self):
     """tf-text's SentencePiece op over this model (a trackable object: keep it on a SavedModel's module)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from electra_tf.tokenization.graph import tf_text  # pylint: disable=import-outside-toplevel
     if self._tf_sp is None:
       with fileio.open_file(self.vocab_file, "rb") as f, tf.init_scope():
         self._tf_sp = tf_text().SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
@@ -69,6 +69,8 @@ class SentencePieceTokenizer:
 
   def tf_tokenize(self, text):
     """In-graph: [batch] tf.string -> tf.RaggedTensor [batch, (pieces)] int64 (tf-text SentencePiece)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from electra_tf.tokenization.graph import RE_MN, tf_text  # pylint: disable=import-outside-toplevel
     self.tf_module()
     if self.do_lower_case:
       text = tf.strings.lower(text, encoding="utf-8")
