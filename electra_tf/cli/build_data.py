@@ -114,9 +114,11 @@ def _verify(args):
 def _run(args):
   if args.verify:
     return _verify(args)
-  # What the imports made is never garbage: the collector need not walk it again and again while a build
-  # allocates millions of small objects (about 7% of a WikiText-2 build's wall time).
+  # A build allocates millions of small objects, most of them kept (the tokenizer's cache, the examples of a
+  # chunk): the collector need not walk what the imports made again and again, nor run every 700 of them
+  # (the two: about 12% of a WikiText-2 build's wall time, benchmarks/README.md).
   gc.freeze()
+  gc.set_threshold(100_000, 50, 100)
   _use_sample_setup_if_no_data(args)
   tfds = None
   if args.tfds_name:

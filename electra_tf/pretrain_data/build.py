@@ -19,8 +19,6 @@ import sys
 import threading
 import time
 
-from tqdm import tqdm
-
 from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data import corpus as corpus_lib
 from electra_tf.pretrain_data import metadata as metadata_lib
@@ -451,4 +449,5 @@ def _worker_main(init_args, task_q, result_q):
 def _progress_bar(enabled):
   if not enabled:
     return None
+  from tqdm import tqdm  # pylint: disable=import-outside-toplevel  (only with a progress bar)
   return tqdm(unit="wp", unit_scale=True, desc="word pieces", file=sys.stderr, mininterval=1.0)

@@ -15,7 +15,6 @@ import itertools
 
 import sentencepiece as spm
 import tokenizers
-import tqdm
 
 from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
@@ -51,6 +50,7 @@ def _first_and_rest(sentences):
 
 
 def _progress_bar(progress):
+  import tqdm  # pylint: disable=import-outside-toplevel  (learning a vocab only)
   return tqdm.tqdm(unit=" sentences", desc="reading the corpus", disable=not progress, mininterval=2)
 
 
