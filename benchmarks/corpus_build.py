@@ -13,7 +13,8 @@ Inputs, all real text written to a temporary directory:
 * books: WikiText-2 train's articles as one book file each.
 
 Each build is timed from the library call to the finished output directory (spawned workers start inside
-the time; none of it imports TensorFlow), wall and CPU (this process and its joined children,
+the time; none of it imports TensorFlow; the DirectRunner's row follows an untimed pipeline on a few lines,
+since a process's first pays Beam's own start-up), wall and CPU (this process and its joined children,
 ``getrusage``); rates are per wall second and per CPU-second. Outputs of 1 and 2 processes are compared
 byte for byte, Beam's multiset of examples against the local builder's.
 
@@ -28,6 +29,7 @@ import argparse
 import bz2
 import collections
 import gzip
+import inspect
 import io
 import os
 import pathlib
@@ -42,7 +44,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 # --code DIR: time another checkout's electra_tf (e.g. `git archive COMMIT electra_tf | tar -x -C DIR`);
-# only the runs its builder supports (dump whole, books) are made.
+# code from before the multistream index gets only the runs its builder supports (dump whole, books).
 OTHER_CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else None
 if OTHER_CODE:
   sys.path.insert(0, OTHER_CODE)
@@ -176,7 +178,6 @@ def main():
   p.add_argument("--skip-beam", action="store_true")
   p.add_argument("--code", default=None, help="a directory holding another version's electra_tf package")
   args = p.parse_args()
-  args.skip_beam = args.skip_beam or bool(args.code)
   data = pathlib.Path(args.data_dir)
   vocab = data / "vocab" / "bert-base-uncased-vocab.txt"
   print(f"electra_tf from {pathlib.Path(build.__file__).parent.parent}")
@@ -209,7 +210,8 @@ def main():
       rows.append(timed(f"dump, {procs} process{'es' if procs > 1 else ''}", tmp / f"dump{procs}", dump_mb,
                         lambda out, n=procs: build.build_pretraining_dataset(
                             out, vocab, wikipedia_dumps=[str(dump)], num_processes=n, **kw)))
-    if args.code:
+    if "dump_unit_bytes" not in inspect.signature(build.build_pretraining_dataset).parameters:
+      # --code from before the multistream index: the reading process cleaned every article
       rows.append(timed("books, 1 process", tmp / "books1", text_mb, lambda out: build.build_pretraining_dataset(
           out, vocab, books_dir=tmp / "books", **kw)))
       print(f"\nbyte-identical 1 vs 2 processes: dump {_same(tmp, 'dump1', 'dump2')}")
@@ -221,6 +223,12 @@ def main():
     if not args.skip_beam:
       from electra_tf.pretrain_data import beam_pipeline  # pylint: disable=import-outside-toplevel
       beam_kw = {k: v for k, v in kw.items() if k != "progress"}
+      # The process's first pipeline pays Beam's own start-up (seconds): run one on a few lines, not timed.
+      (tmp / "beam_warm_text").mkdir()
+      (tmp / "beam_warm_text" / "a.txt").write_text("\n".join(articles[:20]), encoding="utf-8")
+      beam_pipeline.build_with_beam(tmp / "beam_warm", vocab, "DirectRunner", [
+          "--direct_num_workers=2", "--direct_running_mode=multi_processing"], corpus_dir=tmp / "beam_warm_text",
+                                    **beam_kw)
       rows.append(timed("multistream dump, DirectRunner 2 workers", tmp / "beam", dump_mb,
                         lambda out: beam_pipeline.build_with_beam(
                             out, vocab, "DirectRunner", ["--direct_num_workers=2",

@@ -42,9 +42,8 @@ def shard_name(prefix, i, n):
 # Chunk processing (runs in worker processes).
 
 _WORKER = {}
-# A worker starts in about 0.2 s (no TensorFlow). Measured on 2 idle cores (2026-11-27, 100 shards): WikiText-2
-# train's first 2.6 / 5.3 / 10.4 MiB built in 0.20 / 0.41 / 0.98 s with one process and 0.25 / 0.45 / 0.81 s
-# with two.
+# A worker starts in about 0.2 s (no TensorFlow); from about 8 MiB of text a second process pays
+# (benchmarks/README.md, "Figures measured so far").
 MIN_BYTES_PER_WORKER = 8 << 20
 
 
@@ -129,10 +128,10 @@ def iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars):
 class _ShardFiles:
   """Creates a build's shard files in a thread while the first chunks are tokenized.
 
-  Creating 1,000 files in a new directory took 0.14-0.70 s on the development machine's ext4 (0.02 s in
-  a directory used before), as much as tokenizing WikiText-2. The GIL's switch interval is short while the
-  thread runs, so that it goes on as soon as each file's system call returns (the default 5 ms would let
-  it create one file per interval beside the tokenizing thread).
+  Creating a file can take most of a millisecond (ext4 soon after many files were deleted skips the freed
+  inodes), so 1,000 shards can cost as much as tokenizing WikiText-2. The GIL's switch interval is short
+  while the thread runs, so that it goes on soon after each file's system call returns (at the default 5 ms
+  it would create about one file per interval beside the tokenizing thread).
   """
 
   SWITCH_INTERVAL = 5e-4

@@ -5,8 +5,10 @@ Three tokenizers behind one small interface (``vocab``, ``tokenize``, ``convert_
 
 * ``FullTokenizer(vocab_file, do_lower_case)``: the reference's pure-Python BERT WordPiece tokenizer, for
   users porting reference code. Its ``tokenize`` cleans with one ``str.translate`` and caches each distinct
-  word's pieces (~7x the reference's speed on WikiText-2, same output; benchmarks/tokenizer.py).
-* the same class's ``batch_ids`` / ``tf_tokenize``: a batched TensorFlow graph built from RE2 regexes,
+  word's pieces (~7x the reference's speed on WikiText-2, same output; benchmarks/tokenizer.py); its
+  ``batch_ids`` does many lines at once with a cache of each distinct word's ids and NumPy, without
+  TensorFlow (data preparation, featurizing fine-tuning text).
+* the same class's ``tf_tokenize`` / ``tf_batch_ids``: a batched TensorFlow graph built from RE2 regexes,
   ICU lowercasing/NFD and tensorflow-text's ``FastWordpieceTokenizer``. It reproduces every normalisation
   step of the reference (tf-text's own BERT normaliser differs on control characters, U+FFFD, accents
   without lowercasing and CJK), so its ids equal the slow path's; it also runs inside a serving graph.
