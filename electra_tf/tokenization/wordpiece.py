@@ -62,34 +62,33 @@ class FullTokenizer:
       out.extend(pieces)
     return out
 
-  def _word_pieces(self, token):
-    """One cleaned whitespace token -> its word pieces, by the reference's per-character steps."""
+  def _basic_words(self, token):
+    """One cleaned whitespace token -> its words after the reference's per-character steps (lowercasing,
+    accent stripping, punctuation splitting)."""
     basic = self.basic_tokenizer
     if basic.do_lower_case:
       token = token.lower()
     if basic.strip_accents:
       token = basic._run_strip_accents(token)  # pylint: disable=protected-access
-    words = " ".join(basic._run_split_on_punc(token)).split()  # pylint: disable=protected-access
-    return tuple(p for w in words for p in self.wordpiece_tokenizer.tokenize(w))
+    return " ".join(basic._run_split_on_punc(token)).split()  # pylint: disable=protected-access
+
+  def _word_pieces(self, token):
+    """One cleaned whitespace token -> its word pieces, by the reference's per-character steps."""
+    return tuple(p for w in self._basic_words(token) for p in self.wordpiece_tokenizer.tokenize(w))
 
   def _word_ids(self, token):
     """One cleaned whitespace token -> the ids of its word pieces, as ``_word_pieces`` then the vocab: ASCII
     tokens take a shortcut (lowercasing is per character, accents and non-ASCII punctuation cannot occur),
-    and words go through ``_greedy_ids``."""
+    and words not whole in the vocab go through ``_greedy_ids``."""
     if token.isascii():
       words = _ASCII_WORDS.findall(token.lower() if self.do_lower_case else token)
     else:
-      basic = self.basic_tokenizer
-      if basic.do_lower_case:
-        token = token.lower()
-      if basic.strip_accents:
-        token = basic._run_strip_accents(token)  # pylint: disable=protected-access
-      words = " ".join(basic._run_split_on_punc(token)).split()  # pylint: disable=protected-access
-    vocab, longest = self.vocab, self.wordpiece_tokenizer.max_input_chars_per_word
+      words = self._basic_words(token)
+    vocab, max_chars = self.vocab, self.wordpiece_tokenizer.max_input_chars_per_word
     ids = []
     for word in words:
       whole = vocab.get(word)
-      if whole is not None and len(word) <= longest:
+      if whole is not None and len(word) <= max_chars:
         ids.append(whole)  # the greedy longest match takes a whole word that is in the vocab
       else:
         ids.extend(self._greedy_ids(word))
@@ -102,9 +101,6 @@ class FullTokenizer:
     n = len(word)
     if n > self.wordpiece_tokenizer.max_input_chars_per_word:
       return (vocab[self.wordpiece_tokenizer.unk_token],)
-    whole = vocab.get(word)
-    if whole is not None:
-      return (whole,)
     if self._longest_entry is None:
       self._longest_entry = max(map(len, vocab))
     ids = []
