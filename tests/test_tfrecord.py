@@ -56,6 +56,10 @@ def test_examples_equal_tensorflows_serialization_at_every_varint_width(top):
       _tf_example(i, s, k) for i, s, k in zip(ids, seg, lengths)]
 
 
+def test_an_empty_chunk_gives_no_records():
+  assert tfrecord.encode_examples(np.zeros([0, 8], np.int64), np.zeros([0, 8], np.int64), []) == []
+
+
 def test_negative_values_are_refused():
   with pytest.raises(ValueError, match="non-negative"):
     tfrecord.encode_examples(np.array([[5, -1]]), np.zeros([1, 2], np.int64), [2])

@@ -115,8 +115,7 @@ def _run(args):
   if args.verify:
     return _verify(args)
   # A build allocates millions of small objects, most of them kept (the tokenizer's cache, the examples of a
-  # chunk): the collector need not walk what the imports made again and again, nor run every 700 of them
-  # (the two: about 12% of a WikiText-2 build's wall time, benchmarks/README.md).
+  # chunk): the collector need not walk what the imports made again and again, nor run every 700 of them.
   gc.freeze()
   gc.set_threshold(100_000, 50, 100)
   _use_sample_setup_if_no_data(args)

@@ -3,11 +3,11 @@
 ``encode_examples`` turns a chunk's padded examples into the bytes of
 ``tf.train.Example(...).SerializeToString(deterministic=True)`` (three int64 features ``input_ids``,
 ``input_mask``, ``segment_ids``, keys in sorted order), with NumPy over the whole chunk at once instead of
-one protobuf message per example (about 45 us each). ``TFRecordWriter`` frames records as TensorFlow's
+one protobuf message per example. ``TFRecordWriter`` frames records as TensorFlow's
 writer does: the length (8 bytes, little-endian), its masked CRC32C, the data, the data's masked CRC32C.
 Both give TensorFlow's bytes exactly (tests/test_tfrecord.py), so the files read back with
 ``tf.data.TFRecordDataset`` and equal those of ``tf.io.TFRecordWriter``; building from local text thereby
-never imports TensorFlow (its import is seconds of a job that takes about one).
+never imports TensorFlow (whose import takes longer than building WikiText-2 does).
 """
 
 import struct

@@ -19,12 +19,14 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def load_vocab(vocab_file):
   """Reads a WordPiece vocab (one token per line) into an ordered {token: id} dict, as the reference."""
+  vocab = collections.OrderedDict()
   with fileio.open_file(vocab_file) as f:
-    tokens = [line.strip() for line in f.read().split("\n")]  # text mode: "\r\n" and "\r" read as "\n"
-  if "" in tokens:
-    del tokens[tokens.index(""):]  # the reference stops at the first empty line
-  # A repeated token keeps its first position and its last id, as the reference's assignments in a loop.
-  return collections.OrderedDict(zip(tokens, range(len(tokens))))
+    for index, line in enumerate(f):
+      token = line.strip()
+      if not token:
+        break  # the reference stops at the first empty line
+      vocab[token] = index
+  return vocab
 
 
 def file_checksum(path):
