@@ -11,8 +11,8 @@ from electra_tf.tokenization.basic import CJK_RANGES, MAX_INPUT_CHARS_PER_WORD
 
 
 def tf_text():
-  """tensorflow-text, imported where a tokenizer graph is built (data preparation, featurizing fine-tuning text,
-  serving); the training steps never build one."""
+  """tensorflow-text, imported where a tokenizer graph is built (serving, ``tf_tokenize``); data preparation,
+  featurizing fine-tuning text and the training steps never build one."""
   import tensorflow_text  # pylint: disable=import-outside-toplevel
   return tensorflow_text
 
