@@ -5,10 +5,11 @@
 Prints word pieces/s for (1) the reference-style pure-Python tokenizer alone (our FullTokenizer is the
 reference's algorithm), (2) ``batch_ids`` (what the builder tokenizes with) and the tf-text graph's
 ``tf_batch_ids``, checking both against the pure-Python ids on every line, (3) the whole build with 1 and 2
-processes. Times the library call (TensorFlow is imported for the graph only, after the builds: the builder
-does not use it, and spawned workers re-import this module). "2 processes" is `--num-processes 2` as users run it: below 8 MiB of text per process the builder
-starts fewer (a worker's start-up costs more than it saves); "2 processes, forced" starts the worker anyway
-(min_bytes_per_worker=0).
+processes, and (--prefix-mib) the first N MiB of train with 1 and 2. Times the library call (TensorFlow is
+imported for the graph only, after the builds: the builder does not use it, and spawned workers re-import
+this module). "2 processes" is `--num-processes 2` as users run it: below 8 MiB of text per process the
+builder starts fewer (a worker's start-up costs more than it saves); "2 processes, forced" starts the worker
+anyway (min_bytes_per_worker=0).
 --repeat-corpus N also builds from N copies.
 
   python benchmarks/data_prep.py --wikipedia [--articles 105]
@@ -233,6 +234,8 @@ def main():
   p = argparse.ArgumentParser()
   p.add_argument("--data-dir", default=os.environ.get("ELECTRA_TEST_DATA", root.parent / "shared" / "data"))
   p.add_argument("--repeat-corpus", type=int, default=4)
+  p.add_argument("--prefix-mib", default="2.5,5",
+                 help="also build the first N MiB of train (comma-separated) with 1 and 2 processes")
   p.add_argument("--wikipedia", action="store_true", help="measure the Wikipedia dump path instead")
   p.add_argument("--beam", action="store_true", help="the Beam DirectRunner vs the local builder instead")
   p.add_argument("--articles", type=int, default=105, help="articles in the --wikipedia dump excerpt")
@@ -300,6 +303,24 @@ def main():
     for label in sorted({k[2] for k in outputs}):
       same = all(outputs[(p, m, label)] == outputs[(1, None, label)] for p, m in runs)
       print(f"{label}: outputs of every run byte-identical: {same}")
+    # Where a second process starts to pay (build.MIN_BYTES_PER_WORKER): the first N MiB of train, forced.
+    for mib in [float(x) for x in args.prefix_mib.split(",") if x]:
+      prefix, size = [], 0
+      for line in lines:
+        size += len(line.encode("utf-8")) + 1
+        if size > mib * 2**20:
+          break
+        prefix.append(line)
+      (tmp / f"prefix{mib}").mkdir()
+      (tmp / f"prefix{mib}" / "train.txt").write_text("\n".join(prefix), encoding="utf-8")
+      secs = {}
+      for procs in (1, 2):
+        t = time.perf_counter()
+        build.build_pretraining_dataset(tmp / f"out_prefix{mib}_{procs}", vocab, corpus_dir=tmp / f"prefix{mib}",
+                                        num_processes=procs, num_shards=100, seed=0, progress=False,
+                                        min_bytes_per_worker=0)
+        secs[procs] = time.perf_counter() - t
+      print(f"first {mib} MiB of train: 1 process {secs[1]:.2f} s, 2 processes (forced) {secs[2]:.2f} s")
     tok.tf_batch_ids(lines[:10])  # build + trace the graph once
     t = time.perf_counter()
     graph_flat, graph_splits = tok.tf_batch_ids(lines)

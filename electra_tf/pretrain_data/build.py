@@ -42,8 +42,8 @@ def shard_name(prefix, i, n):
 # Chunk processing (runs in worker processes).
 
 _WORKER = {}
-# A worker starts in about 0.2 s (no TensorFlow); from about 8 MiB of text a second process pays
-# (benchmarks/README.md, "Figures measured so far").
+# A worker starts in a fraction of a second (no TensorFlow): a second process loses below about 5 MiB of text
+# and wins at 10 MiB (benchmarks/README.md, "Figures measured so far").
 MIN_BYTES_PER_WORKER = 8 << 20
 
 
