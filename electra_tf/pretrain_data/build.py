@@ -169,22 +169,22 @@ class _ShardFiles:
 
 
 class _ShardWriter:
-  """Writes examples round-robin over ``num_shards`` files (like one reference job over its files).
+  """Writes examples round-robin over the shard files ``names`` (like one reference job over its files).
 
-  ``files`` (``_ShardFiles``) holds the open files from ``first_file`` on; records wait in memory, per shard,
+  ``files`` (``_ShardFiles``) holds them open from ``first_file`` on; records wait in memory, per shard,
   until they are created (or ``FLUSH_BYTES`` of records wait).
   """
 
   FLUSH_BYTES = 32 << 20
 
-  def __init__(self, directory, prefix, num_shards, files, first_file=0):
-    self.names = [shard_name(prefix, i, num_shards) for i in range(num_shards)]
+  def __init__(self, directory, names, files, first_file=0):
+    self.names = names
     self._directory = directory
     self._files, self._first = files, first_file
     self._writers = None
-    self._buffers = [[] for _ in self.names]
+    self._buffers = [[] for _ in names]
     self._buffered_bytes = 0
-    self.num_records = [0] * num_shards
+    self.num_records = [0] * len(names)
     self.num_examples = 0
     self.num_tokens = 0
 
@@ -379,16 +379,15 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
   try:
     # The old output survives until the new one is complete.
     with runtime.atomic_directory(output_dir, overwrite=True) as tmp_dir:
-      layout = [("train", TRAIN_PREFIX, num_shards)]
+      names = {"train": [shard_name(TRAIN_PREFIX, i, num_shards) for i in range(num_shards)]}
       if eval_fraction > 0:
-        layout.append(("eval", EVAL_PREFIX, num_eval_shards))
-      files = _ShardFiles([os.path.join(tmp_dir, shard_name(prefix, i, n)) for _, prefix, n in layout
-                           for i in range(n)])
+        names["eval"] = [shard_name(EVAL_PREFIX, i, num_eval_shards) for i in range(num_eval_shards)]
+      files = _ShardFiles([os.path.join(tmp_dir, name) for split_names in names.values() for name in split_names])
       try:
         writers, first = {}, 0
-        for split, prefix, n in layout:
-          writers[split] = _ShardWriter(tmp_dir, prefix, n, files, first)
-          first += n
+        for split, split_names in names.items():
+          writers[split] = _ShardWriter(tmp_dir, split_names, files, first)
+          first += len(split_names)
         tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
         if num_processes == 1:
           results = (serialized_payload(tokenizer, *t) for t in tasks)
