@@ -1,6 +1,7 @@
 """Where a fine-tuned POS tagger loses to the lookup tagger: word accuracy on its own training set and on the
 validation split, split into known and unknown words and proper nouns, beside the most-frequent-tag lookup on
-the words as written and lowercased.
+the words as written and lowercased, and keyed by each word's first word piece (the piece the tagger's head reads:
+what a model that ignored the context would know).
 
     python experiments/tagger_errors.py --data-dir runs/pc_1200/data \\
         --pretrained electra=runs/pc_1200/data/models/pt_electra_lr1e-3_s1200 --method electra \\
@@ -30,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import label_efficiency as le
 from electra_tf.finetuning import baselines
 from electra_tf.finetuning.run import FinetuningRun, load_encoder
+from electra_tf.finetuning.tagging import tokenize_and_align
 from electra_tf.finetuning.trainer import Trainer, num_train_steps
 from units import write_json
 
@@ -49,6 +51,11 @@ def breakdown(sentences, guesses, known) -> dict:
   out["known_share"] = round(100.0 * count["known"] / max(1, count["all"]), 2)
   out["words"] = count["all"]
   return out
+
+
+def first_pieces(tokenizer, words) -> list:
+  """Each word's first word piece, as the tagging task aligns them (``[CLS]`` and ``[SEP]`` dropped)."""
+  return [pieces[0] if pieces else "[UNK]" for pieces in tokenize_and_align(tokenizer, words)[1:-1]]
 
 
 def run(args) -> dict:
@@ -71,8 +78,10 @@ def run(args) -> dict:
   known = {w.lower() for words, _ in train for w in words}
   taggers = {"lookup": baselines.MostFrequentTagger().fit(train),
              "lookup_lowercase": baselines.MostFrequentTagger(lowercase=True).fit(train)}
+  by_piece = baselines.MostFrequentTagger().fit((first_pieces(task.tokenizer, w), t) for w, t in train)
   result = {"method": args.method, "setting": {"learning_rate": args.learning_rate, "epochs": args.epochs},
-            "seed": args.seed, "length_bucket_width": args.pos_bucket_width, "splits": {}}
+            "seed": args.seed, "length_bucket_width": args.pos_bucket_width, "vocab_file": cfg.vocab_file,
+            "splits": {}}
   for split in SPLITS:
     outs = trainer.predict(job.data.eval_arrays(task, split, cfg.eval_batch_size), cfg.eval_batch_size)[task.name]
     examples = {e.eid: e for e in task.get_examples(split)}
@@ -85,6 +94,8 @@ def run(args) -> dict:
     rows = {"model": breakdown(scored, model_tags, known)}
     rows.update({t: breakdown(scored, [tagger.tag(words) for words, _ in scored], known)
                  for t, tagger in taggers.items()})
+    rows["lookup_first_piece"] = breakdown(
+        scored, [by_piece.tag(first_pieces(task.tokenizer, words)) for words, _ in scored], known)
     result["splits"][split] = {
         "rows": rows,
         "words_beyond_max_seq_length": sum(len(e.words) for e in examples.values()) - sum(per_sentence.values()),
@@ -98,7 +109,8 @@ def markdown(result) -> str:
   lines = ["| split | tagger | words | all | known words (share) | unknown words | NNP |",
            "|---|---|---:|---:|---:|---:|---:|"]
   names = {"model": f"{le.label(result['method'])} fine-tuned", "lookup": le.label("lookup"),
-           "lookup_lowercase": le.label("lookup_lowercase")}
+           "lookup_lowercase": le.label("lookup_lowercase"),
+           "lookup_first_piece": "most-frequent tag of the first word piece"}
   fmt = lambda v: "-" if v is None else f"{v:.1f}"
   for split, data in result["splits"].items():
     for tagger, r in data["rows"].items():

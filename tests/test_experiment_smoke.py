@@ -403,8 +403,9 @@ def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_pat
 
 
 def test_tagger_errors_quick(tmp_path, data_dir):
-  """experiments/tagger_errors.py --quick: the model and both lookups are scored on the same words, the scored
-  and the cut words add up to the split's words, and the lookups' figures equal a lookup counted here."""
+  """experiments/tagger_errors.py --quick: the model and the lookups are scored on the same words, the scored
+  and the cut words add up to the split's words, and the lookups' figures equal a lookup counted here (the
+  first-piece lookup's pieces from transformers' tokenizer)."""
   work = tmp_path / "te"
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
   cmd = [sys.executable, str(REPO_ROOT / "experiments" / "tagger_errors.py"), "--work-dir", str(work), "--quick",
@@ -440,3 +441,16 @@ def test_tagger_errors_quick(tmp_path, data_dir):
   row = result["splits"]["dev"]["rows"]["lookup_lowercase"]
   assert row["known"] == pytest.approx(round(100 * sum(best[w.lower()] == t for w, t in known) / len(known), 2))
   assert row["known_share"] == pytest.approx(round(100 * len(known) / row["words"], 2))
+  # the first-piece lookup on the same known words, the pieces from transformers' BERT tokenizer (a known word's
+  # first piece was seen in training, so its guess is the piece's commonest training tag)
+  from transformers import BertTokenizer  # pylint: disable=import-outside-toplevel
+  bert = BertTokenizer(result["vocab_file"], do_lower_case=True)
+  by_piece = {}
+  for words, tags in train:
+    for w, t in zip(words, tags):
+      by_piece.setdefault(bert.tokenize(w)[0], collections.Counter())[t] += 1
+  best_piece = {p: min(c, key=lambda t: (-c[t], t)) for p, c in by_piece.items()}
+  row = result["splits"]["dev"]["rows"]["lookup_first_piece"]
+  right = sum(best_piece[bert.tokenize(w)[0]] == t for w, t in known)
+  assert row["known"] == pytest.approx(round(100 * right / len(known), 2))
+  assert row["words"] == result["splits"]["dev"]["rows"]["model"]["words"]
