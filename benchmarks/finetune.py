@@ -15,6 +15,7 @@ there, the tagging head, one Trainer per width, alternating ``--rounds`` times; 
 job's fine-tuning (the sample model from random weights on the main job's labelled subset of the sample sst
 task, with the setting the main job gives random weights; one process), which is what the main job's budget
 pays for, start-up included; the first trial also traces and compiles the steps the next ones reuse.
+``--sample-bucket-width W`` runs them with ``length_bucket_width`` W (each bucket length compiles its own step).
 """
 
 import argparse
@@ -116,7 +117,7 @@ def length_buckets(widths, size, seq_len, batch, steps, rounds, pos_dir, vocab_f
           for width, (_, _, mean_width, rates) in trainers.items()]
 
 
-def sample_trials(n: int, sample_dir: str, dropout: str = "keyed") -> dict:
+def sample_trials(n: int, sample_dir: str, dropout: str = "keyed", bucket_width: int = 0) -> dict:
   from electra_tf import presets, quickstart, sample_data  # pylint: disable=g-import-not-at-top
   from electra_tf.configs import FinetuningConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.finetuning import run_finetuning  # pylint: disable=g-import-not-at-top
@@ -125,9 +126,11 @@ def sample_trials(n: int, sample_dir: str, dropout: str = "keyed") -> dict:
   hparams = presets.sample_label_subset_hparams(sample_data.vocab_size_of(root / "vocab.txt"), "random")
   cfg = FinetuningConfig.create("bench_sample_trials", str(root), **hparams, init_checkpoint="none",
                                 num_trials=n, raw_data_dir=split["dev_root"],
-                                per_example_dropout=dropout == "keyed")
+                                per_example_dropout=dropout == "keyed", length_bucket_width=bucket_width)
+  start = time.time()
   results = run_finetuning(cfg, progress=False)
-  return {"sample_trials": n, "labels": split["train"], "dropout": dropout, "learning_rate": hparams["learning_rate"],
+  return {"sample_trials": n, "labels": split["train"], "dropout": dropout, "length_bucket_width": bucket_width,
+          "seconds": round(time.time() - start, 1), "learning_rate": hparams["learning_rate"],
           "epochs": hparams["num_train_epochs"], "trial_seconds": [round(r["time"], 1) for r in results],
           "accuracy": [r[presets.SAMPLE_TASK]["accuracy"] for r in results]}
 
@@ -151,6 +154,8 @@ def main():
   p.add_argument("--sample-dir", default=None, help="the sample setup for --sample-trials (built if missing)")
   p.add_argument("--dropout", default="keyed", choices=("keyed", "philox"),
                  help="--sample-trials: dropout keyed per example (the default) or TensorFlow's Philox")
+  p.add_argument("--sample-bucket-width", type=int, default=0,
+                 help="--sample-trials: their length_bucket_width (0: the main job's batches of 64 tokens)")
   args = p.parse_args()
   if args.length_buckets:
     widths = [int(w) for w in args.length_buckets.split(",")]
@@ -159,7 +164,8 @@ def main():
       print(json.dumps(row), flush=True)
     return
   if args.sample_trials:
-    print(json.dumps(sample_trials(args.sample_trials, args.sample_dir, args.dropout)), flush=True)
+    print(json.dumps(sample_trials(args.sample_trials, args.sample_dir, args.dropout, args.sample_bucket_width)),
+          flush=True)
     return
   for size in args.sizes.split(","):
     print(json.dumps(bench(size, args.task, args.seq_len, args.batch_size, args.steps, args.mixed_precision,
