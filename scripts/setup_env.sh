@@ -8,7 +8,8 @@
 # tools and rarely used modules): on 2 cores half of the runtime install's time. The runtime set-up skips that
 # and compiles only what the commands import, once, by importing it with bytecode writing on whatever
 # PYTHONDONTWRITEBYTECODE says (the venv's own cache, which pip would have written anyway). The test set-up
-# keeps pip's default: its hundreds of processes import more than the commands do.
+# keeps pip's default, and compiles the rest of a venv the runtime set-up made: its hundreds of processes
+# import more than the commands do.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
@@ -32,6 +33,9 @@ if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ "$requirements" -
 electra_tf.cli.finetune, electra_tf.cli.build_data, electra_tf.cli.build_vocab, electra_tf.cli.convert, tokenizers, \
 sklearn.linear_model, sklearn.feature_extraction.text, sklearn.metrics, scipy.stats" 2>/dev/null \
       || echo "note: importing electra-tf's commands failed; python -c 'import electra_tf.quickstart' shows why"
+  elif [ -f .venv/.electra_tf_installed ]; then  # a venv of the runtime set-up: compile the rest for the tests
+    python -m compileall -q -j 0 "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+      >/dev/null 2>&1 || true  # a package's test data may hold files of other Python versions: not fatal
   fi
   touch "$stamp"
 fi
