@@ -29,9 +29,12 @@ if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ "$requirements" -
   python -m pip install -q $no_compile -r "$requirements"  # unquoted: none when empty
   python -m pip install -q --no-deps -e .
   if [ -n "$no_compile" ]; then
-    env -u PYTHONDONTWRITEBYTECODE TF_CPP_MIN_LOG_LEVEL=3 python -c "import electra_tf.quickstart, electra_tf.cli.pretrain, \
-electra_tf.cli.finetune, electra_tf.cli.build_data, electra_tf.cli.build_vocab, electra_tf.cli.convert, tokenizers, \
-sklearn.linear_model, sklearn.feature_extraction.text, sklearn.metrics, scipy.stats" 2>/dev/null \
+    # the main job and every console command the package declares (pyproject.toml's [project.scripts])
+    env -u PYTHONDONTWRITEBYTECODE TF_CPP_MIN_LOG_LEVEL=3 python -c "import importlib, importlib.metadata as md
+import electra_tf.quickstart
+for e in md.entry_points(group='console_scripts'):
+  if e.value.startswith('electra_tf.'):
+    importlib.import_module(e.module)" 2>/dev/null \
       || echo "note: importing electra-tf's commands failed; python -c 'import electra_tf.quickstart' shows why"
   elif [ -f .venv/.electra_tf_installed ]; then  # a venv of the runtime set-up: compile the rest for the tests
     python -m compileall -q -j 0 "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
