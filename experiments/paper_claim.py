@@ -20,9 +20,10 @@ stops after a stage. Stages:
                held-out unigram baseline (share of the most frequent maskable token in the held-out split).
   2. sweep     per method, the same rule: peak LR in ``--sweep-lrs`` at a short length (ELECTRA
                ``--sweep-steps``, MLM the FLOP-equal count), warmup and bias correction from the tiny
-               preset's short-run recipe; each point fine-tuned once on sst (seed ``--sweep-seed``, not one
-               of the main seeds, ``--sweep-ft-epochs`` at the preset's LR) and scored on the validation split
-               carved from sst's training data, never on dev; the best picks the method's LR (ties: the lower LR).
+               preset's short-run recipe; each point fine-tuned on sst (seed ``--sweep-seed``, not one of the
+               main seeds, and each of ``--extra-selection-seeds``; ``--sweep-ft-epochs`` at the preset's LR)
+               and scored on the validation split carved from sst's training data, never on dev; the best (the
+               median over the seeds) picks the method's LR (ties: the lower LR).
   3. pretrain  for every length in ``--steps``: ELECTRA for that many steps and MLM for the steps of equal
                training FLOPs (the reference's flops_computation.py count), each at its chosen LR; final held-out
                evaluation (``--final-eval-batches``). The train-loop seconds of both (from the trainer's
@@ -315,10 +316,10 @@ def sweep_setting(args) -> selection.Setting:
   return selection.Setting(presets.TINY_FINETUNING_LR, args.sweep_ft_epochs)
 
 
-def sweep_finetune(args, name: str, model_dir: str) -> dict:
+def sweep_finetune(args, name: str, model_dir: str, seed: int) -> dict:
   """One fine-tune of a sweep point on all of sst's training data but the validation split, scored on it."""
   la = finetuning_args(args, {name: model_dir})  # the subsets and carving of the fine-tuning stage
-  return le.trial(la, "sst", name, None, sweep_setting(args), args.sweep_seed, "validation")
+  return le.trial(la, "sst", name, None, sweep_setting(args), seed, "validation")
 
 
 def stage_finetune(args, lengths) -> tuple:
@@ -365,19 +366,23 @@ def stage_sweep(args, vocab_size) -> dict:
     name = run_name(args, "sweep", method, lr, steps[method])
     pre = unit(args, f"pretrain_{name}", pretrain, args, vocab_size, method, steps[method], lr, name,
                owner=mine[k])
-    results[k] = pre, unit(args, f"validation_sst_{name}_{sweep_setting(args).key()}_seed{args.sweep_seed}",
-                           sweep_finetune, args, name, pre["model_dir"], owner=mine[k])
+    results[k] = pre, {seed: unit(args, f"validation_sst_{name}_{sweep_setting(args).key()}_seed{seed}",
+                                  sweep_finetune, args, name, pre["model_dir"], seed, owner=mine[k])["value"]
+                       for seed in args.sweep_selection_seeds}
   points = [{"method": method, "learning_rate": lr, "steps": steps[method],
-             "sst_validation_accuracy": results[k][1]["value"], "heldout": results[k][0]["heldout"],
-             "loop_seconds": results[k][0]["loop_seconds"], "total_flops": results[k][0]["total_flops"]}
-            for k, (method, lr) in enumerate(swept)]
+             "sst_validation_accuracy": statistics.median(results[k][1].values()),
+             "sst_validation_by_seed": {str(seed): v for seed, v in results[k][1].items()},
+             "heldout": results[k][0]["heldout"], "loop_seconds": results[k][0]["loop_seconds"],
+             "total_flops": results[k][0]["total_flops"]} for k, (method, lr) in enumerate(swept)]
+  seeds = args.sweep_selection_seeds
+  by = f"seed {seeds[0]}" if len(seeds) == 1 else f"the median of seeds {', '.join(map(str, seeds))}"
   for method in PRETRAINED:
     rows = [p for p in points if p["method"] == method]
     if method not in chosen:
       best = max(rows, key=lambda r: (r["sst_validation_accuracy"], -r["learning_rate"]))
       chosen[method] = {"learning_rate": best["learning_rate"],
-                        "rule": f"best sst validation accuracy (seed {args.sweep_seed}, "
-                                f"{sweep_setting(args).describe()}) after {steps[method]} steps"}
+                        "rule": f"best sst validation accuracy ({by}, {sweep_setting(args).describe()}) after "
+                                f"{steps[method]} steps"}
   return {"steps": steps, "points": points, "chosen": {m: chosen[m] for m in PRETRAINED},
           "finetuning": sweep_setting(args)._asdict()}
 
@@ -499,14 +504,16 @@ def _median_range(m: dict) -> str:
 def markdown(summary) -> str:
   base = summary["data"]["heldout_unigram_baseline"]
   lines = [] if not summary["sweep"]["points"] else [
-      f"LR sweep (one sst fine-tune per point, {selection.Setting(**summary['sweep']['finetuning']).describe()}"
-      ", scored on the validation split):", "",
+      f"LR sweep (sst fine-tunes per point, {selection.Setting(**summary['sweep']['finetuning']).describe()}"
+      ", scored on the validation split; with several seeds the median, the seeds' values after it):", "",
       "| method | peak LR | steps | held-out MLM acc. | disc_auc_real | sst validation |", "|---|---|---|---|---|---|"]
   for p in summary["sweep"]["points"]:
     auc = p["heldout"].get("disc_auc_real")
+    by_seed = list(p.get("sst_validation_by_seed", {}).values())
+    seeds = f" ({' / '.join(f'{v:.1f}' for v in by_seed)})" if len(by_seed) > 1 else ""
     lines.append(f"| {p['method']} | {p['learning_rate']:g} | {p['steps']} | "
                  f"{p['heldout'].get('masked_lm_accuracy', float('nan')):.3f} | "
-                 f"{'-' if auc is None else f'{auc:.3f}'} | {p['sst_validation_accuracy']:.1f} |")
+                 f"{'-' if auc is None else f'{auc:.3f}'} | {p['sst_validation_accuracy']:.1f}{seeds} |")
   lines += ["" if lines else "LR sweep: none run", "chosen: " + ", ".join(f"{m} {c['learning_rate']:g} ({c['rule']})"
                                        for m, c in summary["sweep"]["chosen"].items()), ""]
   lines += ["| pre-training | peak LR | steps | FLOPs (reference count) | train-loop s | seq/s | held-out MLM acc. "
@@ -598,7 +605,8 @@ def parse_args(argv=None):
   p.add_argument("--grid-examples", default="5000,10000,20000", help="fine-tuning budgets (examples seen)")
   p.add_argument("--extend-examples", type=int, default=80000)
   p.add_argument("--extra-selection-seeds", default="",
-                 help="more fine-tunes per grid point with these seeds (e.g. 6,7); the median chooses")
+                 help="more fine-tunes per sweep point and grid point with these seeds (e.g. 6,7); the median "
+                      "chooses")
   p.add_argument("--seeds", type=int, default=5)
   p.add_argument("--first-seed", type=int, default=1)
   p.add_argument("--shard", default="0/1", help="K/N: this process runs every N-th unit of each stage, starting "
@@ -637,8 +645,8 @@ def parse_args(argv=None):
   args.work_dir = os.path.abspath(args.work_dir)
   args.data_dir = os.path.join(args.work_dir, "data")
   # checked here, not hours later when the fine-tuning stage parses the seeds it is passed
-  le.parse_extra_selection_seeds(p, args.extra_selection_seeds, args.sweep_seed, "--sweep-seed", args.first_seed,
-                                 args.seeds)
+  args.sweep_selection_seeds = [args.sweep_seed] + le.parse_extra_selection_seeds(
+      p, args.extra_selection_seeds, args.sweep_seed, "--sweep-seed", args.first_seed, args.seeds)
   return args
 
 

@@ -386,6 +386,44 @@ def test_label_efficiency_chooses_by_the_median_of_several_selection_seeds(capsy
   assert pc.finetuning_args(given, {}).extra_selection_seeds == [6, 7]
 
 
+def test_paper_claim_sweep_chooses_by_the_median_of_its_selection_seeds(monkeypatch):
+  """--extra-selection-seeds reach paper_claim's LR sweep too: each point is fine-tuned once per seed (the first
+  seed's units keep their one-seed names, so a finished one-seed sweep is reused) and the median picks the LR."""
+  pc = _paper_claim()
+  # one lucky seed at 3e-4 (75.2) would win alone; the medians are 72.4 (3e-4) and 73.6 (1e-3)
+  values = {"3e-4": {0: 75.2, 6: 72.0, 7: 72.4}, "1e-3": {0: 73.6, 6: 74.0, 7: 73.0}}
+
+  def sweep(*extra):
+    ran = []
+
+    def fake_unit(args, name, work, *work_args, owner=True):
+      ran.append(name)
+      assert owner and args.work_dir.endswith("unused")
+      if name.startswith("pretrain_"):
+        return {"model_dir": f"models/{name}", "heldout": {}, "loop_seconds": 1.0, "total_flops": 1.0}
+      seed = int(name.rsplit("_seed", 1)[1])  # the point's model, fine-tuned with the unit's seed
+      assert work is pc.sweep_finetune and work_args[2:] == (f"models/pretrain_{work_args[1]}", seed)
+      return {"value": values["3e-4" if "_lr3e-4_s" in name else "1e-3"][seed]}
+
+    monkeypatch.setattr(pc, "unit", fake_unit)
+    args = pc.parse_args(["--work-dir", "unused", "--sweep-lrs", "3e-4,1e-3", "--mlm-lr", "1e-3", *extra])
+    return pc.stage_sweep(args, 8000), ran
+
+  one, ran = sweep()
+  assert ran == ["pretrain_sweep_electra_lr3e-4_s600", "validation_sst_sweep_electra_lr3e-4_s600_lr3e-4_ep2_seed0",
+                 "pretrain_sweep_electra_lr1e-3_s600", "validation_sst_sweep_electra_lr1e-3_s600_lr3e-4_ep2_seed0"]
+  assert one["chosen"]["electra"]["learning_rate"] == 3e-4 and "(seed 0," in one["chosen"]["electra"]["rule"]
+  three, ran = sweep("--extra-selection-seeds", "6,7")
+  assert ran[:4] == ["pretrain_sweep_electra_lr3e-4_s600"] + [
+      f"validation_sst_sweep_electra_lr3e-4_s600_lr3e-4_ep2_seed{seed}" for seed in (0, 6, 7)] and len(ran) == 8
+  assert [p["sst_validation_by_seed"] for p in three["points"]] == [{"0": 75.2, "6": 72.0, "7": 72.4},
+                                                                    {"0": 73.6, "6": 74.0, "7": 73.0}]
+  assert [p["sst_validation_accuracy"] for p in three["points"]] == [72.4, 73.6]
+  assert three["chosen"]["electra"]["learning_rate"] == 1e-3
+  assert "the median of seeds 0, 6, 7" in three["chosen"]["electra"]["rule"]
+  assert three["chosen"]["mlm"] == {"learning_rate": 1e-3, "rule": "given on the command line"}
+
+
 def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_path):
   """POS units are named without the bucket width, so a work dir whose finished POS trials used another
   --pos-bucket-width stops with one line instead of mixing the two."""
