@@ -72,7 +72,7 @@ from electra_tf.finetuning import selection, tagging
 from electra_tf.pretrain_data import dataset as pretrain_dataset
 from electra_tf.pretrain_data import inputs as pretrain_inputs
 from electra_tf.pretraining import evaluation, trainer
-from units import POLL_SECONDS, log, read_json, unit, write_json
+from units import POLL_SECONDS, log, read_json, stage_path, unit, write_json
 
 PRETRAINED = ("electra", "mlm")
 TASKS = ("sst", "pos")  # label_efficiency.TASKS: sst accuracy, POS span F1 (per-word accuracy)
@@ -392,18 +392,29 @@ PRIMARY_REASON = ("the reference's FLOP count is the paper's own convention and 
                   "shared CPU varies with other jobs, so it is reported beside it")
 
 
+def finished_sweep_run(args, method: str, lr: float, steps: int):
+  """The record of a finished sweep run of ``method`` at ``lr`` and ``steps`` in this work dir, or None. Its
+  settings are a length's (the same ``pretrain_hparams``), so it is that length's model, not trained twice."""
+  return read_json(stage_path(args.work_dir, f"pretrain_{run_name(args, 'sweep', method, lr, steps)}"))
+
+
 def stage_pretrain(args, vocab_size, chosen) -> list:
   """Both methods at every length of ``--steps``; per length its runs and how the equal-compute counts compare."""
-  plan = []
+  plan, swept = [], {}
   for steps in args.steps:
     per = {"electra": steps, "mlm": equal_flop_steps(args, vocab_size, steps)}
     plan.append({m: (per[m], run_name(args, "pt", m, chosen[m]["learning_rate"], per[m])) for m in PRETRAINED})
+    for m in PRETRAINED:
+      record = finished_sweep_run(args, m, chosen[m]["learning_rate"], per[m])
+      if record is not None:
+        swept[plan[-1][m][1]] = record
+        log(f"reuse the sweep's run {record['name']} as {plan[-1][m][1]}")
   # ELECTRA and MLM alternate, so with two shards each takes one method: equal FLOPs, equal shares of the work
   done = run_dealt(args, [(f"pretrain_{name}", pretrain, (args, vocab_size, m, n, chosen[m]["learning_rate"], name))
-                          for p in plan for m, (n, name) in p.items()])
+                          for p in plan for m, (n, name) in p.items() if name not in swept])
   lengths = []
   for p in plan:
-    runs = {m: done[f"pretrain_{name}"] for m, (_, name) in p.items()}
+    runs = {m: swept.get(name) or done[f"pretrain_{name}"] for m, (_, name) in p.items()}
     e, m = runs["electra"], runs["mlm"]
     # Seconds per step from the steady rates (tracing excluded): the MLM steps that take ELECTRA's loop time.
     wall_steps = max(1, int(round(e["steps"] * m["steady_seq_per_sec"] / e["steady_seq_per_sec"])))

@@ -95,8 +95,9 @@ def test_paper_claim_quick(tmp_path, data_dir):
   assert len(ran) == len(set(ran)), sorted(ran)
   kinds = {prefix: sum(r.startswith(prefix) for r in ran) for prefix in
            ("data", "pretrain_sweep_", "validation_sst_sweep_", "pretrain_pt_", "baseline_", "select_", "final_")}
-  # the quick grid: one point on sst (160 sentences), two on POS (80); 2 lengths x 2 methods + random weights
-  assert kinds == {"data": 1, "pretrain_sweep_": 4, "validation_sst_sweep_": 4, "pretrain_pt_": 4, "baseline_": 2,
+  # the quick grid: one point on sst (160 sentences), two on POS (80); 2 lengths x 2 methods + random weights.
+  # The 6-step length is the sweep's length, so its runs at the chosen LRs are the sweep's: 2 new pre-trainings
+  assert kinds == {"data": 1, "pretrain_sweep_": 4, "validation_sst_sweep_": 4, "pretrain_pt_": 2, "baseline_": 2,
                    "select_": 5 * 1 + 5 * 2, "final_": 2 * 5 * 2} and len(ran) == sum(kinds.values()), sorted(ran)
   assert all(out.count("] run: ") >= 10 for out, _ in outputs)  # dealt out, not all taken by one
   assert "summary: " in outputs[0][0] and "summary: " not in outputs[1][0]  # shard 0 writes it
@@ -151,6 +152,14 @@ def test_paper_claim_quick(tmp_path, data_dir):
     e, m = runs["electra"], runs["mlm"]
     assert abs(m["total_flops"] - e["total_flops"]) <= m["total_flops"] / m["steps"]
     assert m["steps"] > e["steps"]
+  pc = _paper_claim()
+  for method in ("electra", "mlm"):  # the reused sweep runs: the chosen point's model
+    point = [p for p in summary["sweep"]["points"] if p["method"] == method
+             and p["learning_rate"] == summary["sweep"]["chosen"][method]["learning_rate"]][0]
+    assert lengths[0]["runs"][method]["name"] == pc.run_name(pc.parse_args(["--quick"]), "sweep", method,
+                                                                 point["learning_rate"], point["steps"])
+    assert lengths[0]["runs"][method]["heldout"] == point["heldout"]
+    assert lengths[1]["runs"][method]["name"].startswith(f"pt_{method}_")
   for length in lengths:
     for method in ("electra", "mlm"):
       run = length["runs"][method]
