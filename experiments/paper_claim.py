@@ -346,9 +346,14 @@ def stage_finetune(args, lengths) -> tuple:
 def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
   """E.g. ``pt_electra_lr3e-4_s3000`` (``_temp2`` with --temperature): a finished unit is reused only for the
   same settings. A change of the preset itself between invocations is not detected: use a new --work-dir."""
-  mantissa, exponent = f"{lr:.0e}".split("e")
   temp = f"_temp{args.temperature:g}" if method == "electra" and args.temperature is not None else ""
-  return f"{prefix}_{method}_lr{mantissa}e{int(exponent)}_s{steps}{temp}"
+  return f"{prefix}_{method}_lr{lr_label(lr)}_s{steps}{temp}"
+
+
+def lr_label(lr: float) -> str:
+  """A peak LR as run names spell it: 0.001 -> ``1e-3``, 0.0003 -> ``3e-4``."""
+  mantissa, exponent = f"{lr:.0e}".split("e")
+  return f"{mantissa}e{int(exponent)}"
 
 
 def stage_sweep(args, vocab_size) -> dict:

@@ -11,9 +11,10 @@ two cores): the thread count changes the scores.
 
 Use it to ask why a chosen setting scored as it did (was it the weights or the choice?). Its numbers read dev,
 so they must never feed back into a choice or replace a row of the experiment: docs/experiments/paper_claim.md
-reports them as such. ``--model`` is a name under ``<work>/data/models`` without its ``pt_`` prefix and LR
-(``electra_s2400``, ``mlm_s3994``), or ``none`` for random weights. Prints one JSON line per seed, then the
-median and range. Two copies with different ``--seeds`` use two cores.
+reports them as such. ``--model`` is a name under ``<work>/data/models`` without its ``pt_`` (or ``sweep_``)
+prefix and LR (``electra_s2400``, ``mlm_s3994``), or ``none`` for random weights; ``--pretraining-lr`` picks
+its LR where the work dir holds runs at several (a sweep's). Prints one JSON line per seed, then the median and
+range. Two copies with different ``--seeds`` use two cores.
 """
 
 import argparse
@@ -31,18 +32,26 @@ import paper_claim as pc  # pylint: disable=wrong-import-position
 from electra_tf.finetuning import selection  # pylint: disable=wrong-import-position
 
 
-def model_dir(work_dir: str, model: str) -> str:
-  """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994`` (the one such run)."""
+def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
+  """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994``: the one such run, or the sweep's run of the
+  same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused; ``pretraining_lr`` picks one LR
+  where the work dir holds runs at several."""
   models = os.path.join(work_dir, "data", "models")
   method, _, steps = model.rpartition("_s")
   well_formed = bool(method) and steps.isdigit()
-  pattern = f"pt_{method}_lr*_s{steps}" if well_formed else f"pt_{model}_lr*_sN"
-  found = sorted(glob.glob(os.path.join(models, pattern))) if well_formed else []
+  lr = "*" if pretraining_lr is None else pc.lr_label(pretraining_lr)
+  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}" if well_formed else f"pt_{model}_lr*_sN"
+  found = {}  # LR -> run; a length's own run before the sweep's run of the same settings
+  for prefix in ("sweep", "pt") if well_formed else ():
+    for path in glob.glob(os.path.join(models, f"{prefix}_{method}_lr{lr}_s{steps}")):
+      found[os.path.basename(path).split("_lr")[1].split("_s")[0]] = path
   if len(found) != 1:
-    print(f"error: --model {model}: expected one pre-training run {pattern} under {models}, found {len(found)}; "
-          "give the name of a finished paper_claim pre-training, e.g. electra_s2400", file=sys.stderr)
+    hint = (f"; give --pretraining-lr, one of {', '.join(sorted(found))}" if len(found) > 1 else
+            "; give the name of a finished paper_claim pre-training, e.g. electra_s2400")
+    print(f"error: --model {model}: expected one pre-training run {pattern} under {models}, found {len(found)}"
+          f"{hint}", file=sys.stderr)
     sys.exit(2)
-  return found[0]
+  return next(iter(found.values()))
 
 
 def main(argv=None) -> int:
@@ -54,10 +63,13 @@ def main(argv=None) -> int:
   p.add_argument("--learning-rate", type=float, required=True)
   p.add_argument("--epochs", type=float, required=True)
   p.add_argument("--seeds", default="1,2,3,4,5")
+  p.add_argument("--pretraining-lr", type=float,
+                 help="the pre-training peak LR of --model, where the work dir holds its runs at several LRs")
   args, experiment_options = p.parse_known_args(argv)
   pc_args = pc.parse_args(["--work-dir", args.work_dir, "--tasks", args.task, *experiment_options,
                            "--sst-sizes" if args.task == "sst" else "--pos-sizes", args.size])
-  pretrained = {} if args.model == "none" else {args.model: model_dir(pc_args.work_dir, args.model)}
+  pretrained = ({} if args.model == "none" else
+                {args.model: model_dir(pc_args.work_dir, args.model, args.pretraining_lr)})
   la = pc.finetuning_args(pc_args, pretrained)
   size = None if args.size == "all" else int(args.size)
   values = []

@@ -80,7 +80,7 @@ def _assert_drawn(path):
 
 
 @pytest.mark.slow
-def test_paper_claim_quick(tmp_path, data_dir):
+def test_paper_claim_quick(tmp_path, data_dir, capsys):
   pytest.importorskip("matplotlib")
   work = tmp_path / "pc"
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
@@ -214,6 +214,15 @@ def test_paper_claim_quick(tmp_path, data_dir):
   record = json.loads([line for line in diagnosis.stdout.splitlines() if line.startswith("{")][0])
   assert record["value"] == stages[f"final_sst_{model}_all_{selection_key(chosen)}_seed1"]["value"]
   assert record["on"] == "dev" and record["seed"] == 1
+  # a 6-step model is the sweep's run the length reused; the work dir holds one per swept LR, so it is named
+  sod = _load_experiment("setting_on_dev")
+  for method in ("electra", "mlm"):
+    run = lengths[0]["runs"][method]
+    assert sod.model_dir(str(work), f"{method}_s{run['steps']}", run["learning_rate"]) == run["model_dir"]
+    with pytest.raises(SystemExit) as stop:
+      sod.model_dir(str(work), f"{method}_s{run['steps']}")
+    assert stop.value.code == 2
+  assert "found 2; give --pretraining-lr, one of 1e-3, 3e-4" in capsys.readouterr().err
 
 
 def selection_key(chosen: dict) -> str:
