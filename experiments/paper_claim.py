@@ -347,13 +347,7 @@ def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
   """E.g. ``pt_electra_lr3e-4_s3000`` (``_temp2`` with --temperature): a finished unit is reused only for the
   same settings. A change of the preset itself between invocations is not detected: use a new --work-dir."""
   temp = f"_temp{args.temperature:g}" if method == "electra" and args.temperature is not None else ""
-  return f"{prefix}_{method}_lr{lr_label(lr)}_s{steps}{temp}"
-
-
-def lr_label(lr: float) -> str:
-  """A peak LR as run names spell it: 0.001 -> ``1e-3``, 0.0003 -> ``3e-4``."""
-  mantissa, exponent = f"{lr:.0e}".split("e")
-  return f"{mantissa}e{int(exponent)}"
+  return f"{prefix}_{method}_lr{selection.learning_rate_label(lr)}_s{steps}{temp}"
 
 
 def stage_sweep(args, vocab_size) -> dict:
@@ -409,11 +403,11 @@ def stage_pretrain(args, vocab_size, chosen) -> list:
   for steps in args.steps:
     per = {"electra": steps, "mlm": equal_flop_steps(args, vocab_size, steps)}
     plan.append({m: (per[m], run_name(args, "pt", m, chosen[m]["learning_rate"], per[m])) for m in PRETRAINED})
-    for m in PRETRAINED:
-      record = finished_sweep_run(args, m, chosen[m]["learning_rate"], per[m])
+    for m, (n, name) in plan[-1].items():
+      record = finished_sweep_run(args, m, chosen[m]["learning_rate"], n)
       if record is not None:
-        swept[plan[-1][m][1]] = record
-        log(f"reuse the sweep's run {record['name']} as {plan[-1][m][1]}")
+        swept[name] = record
+        log(f"reuse the sweep's run {record['name']} as {name}")
   # ELECTRA and MLM alternate, so with two shards each takes one method: equal FLOPs, equal shares of the work
   done = run_dealt(args, [(f"pretrain_{name}", pretrain, (args, vocab_size, m, n, chosen[m]["learning_rate"], name))
                           for p in plan for m, (n, name) in p.items() if name not in swept])

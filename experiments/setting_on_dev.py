@@ -30,26 +30,27 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the experiment
 import label_efficiency as le  # pylint: disable=wrong-import-position
 import paper_claim as pc  # pylint: disable=wrong-import-position
 from electra_tf.finetuning import selection  # pylint: disable=wrong-import-position
+from units import read_json, stage_path  # pylint: disable=wrong-import-position
 
 
 def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
-  """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994``: the one such run, or the sweep's run of the
-  same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused; ``pretraining_lr`` picks one LR
-  where the work dir holds runs at several."""
-  models = os.path.join(work_dir, "data", "models")
+  """``mlm_s3994`` -> the model dir of the finished run ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the
+  same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, as its stage record gives it;
+  ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
   method, _, steps = model.rpartition("_s")
   well_formed = bool(method) and steps.isdigit()
-  lr = "*" if pretraining_lr is None else pc.lr_label(pretraining_lr)
+  lr = "*" if pretraining_lr is None else selection.learning_rate_label(pretraining_lr)
   pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}" if well_formed else f"pt_{model}_lr*_sN"
-  found = {}  # LR -> run; a length's own run before the sweep's run of the same settings
+  found = {}  # LR -> model dir; a length's own run before the sweep's run of the same settings
   for prefix in ("sweep", "pt") if well_formed else ():
-    for path in glob.glob(os.path.join(models, f"{prefix}_{method}_lr{lr}_s{steps}")):
-      found[os.path.basename(path).split("_lr")[1].split("_s")[0]] = path
+    for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}"))):
+      record = read_json(path)
+      found[selection.learning_rate_label(record["learning_rate"])] = record["model_dir"]
   if len(found) != 1:
     hint = (f"; give --pretraining-lr, one of {', '.join(sorted(found))}" if len(found) > 1 else
             "; give the name of a finished paper_claim pre-training, e.g. electra_s2400")
-    print(f"error: --model {model}: expected one pre-training run {pattern} under {models}, found {len(found)}"
-          f"{hint}", file=sys.stderr)
+    print(f"error: --model {model}: expected one finished pre-training run {pattern} in "
+          f"{os.path.dirname(stage_path(work_dir, ''))}, found {len(found)}{hint}", file=sys.stderr)
     sys.exit(2)
   return next(iter(found.values()))
 

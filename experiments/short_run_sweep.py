@@ -49,6 +49,7 @@ import tensorflow as tf
 
 from electra_tf import presets, reporting, sample_data
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
+from electra_tf.finetuning import selection
 from electra_tf.finetuning.run import run_every_trial
 from electra_tf.finetuning.trainer import TrainerCache
 from electra_tf.pretraining import trainer
@@ -92,9 +93,8 @@ GENERATOR_KEYS = {"temp": "temperature", "gen": "generator_hidden_size", "genw":
 
 def point_name(p: dict) -> str:
   """Unique model name, e.g. ``sw_lr3e-4_wu10_bc1_s600`` (``_temp2`` etc. for generator levers)."""
-  mantissa, exponent = f"{p['learning_rate']:.0e}".split("e")
   extra = "".join(f"_{k}{p[h]:g}" for k, h in GENERATOR_KEYS.items() if h in p)
-  return (f"sw_lr{mantissa}e{int(exponent)}_wu{round(100 * p['warmup_frac'])}"
+  return (f"sw_lr{selection.learning_rate_label(p['learning_rate'])}_wu{round(100 * p['warmup_frac'])}"
           f"_bc{int(p['adam_bias_correction'])}_s{p['num_train_steps']}{extra}")
 
 

@@ -89,6 +89,8 @@ def test_choice_ties_and_convergence():
   assert selection.converged([(10, 70.0), (20, 71.0), (40, 71.5)], 20) is False
   assert selection.converged([(10, 70.0), (20, 71.0)], 20) is None  # no longer run: not shown
   assert selection.Setting(3e-4, 20, 0.8).key() == "lr3e-4_ep20_lwd0.8"
+  assert [selection.learning_rate_label(lr) for lr in (1e-3, 0.0003, 2e-5, 1.5e-4, 2e-4, 0.1, 1.0)] == [
+      "1e-3", "3e-4", "2e-5", "1.5e-4", "2e-4", "1e-1", "1e0"]
   calls = []
   result = selection.select(lambda s, seed: calls.append((s, seed)) or s.epochs + seed, grid, [0, 1])
   assert len(calls) == 8 and result["chosen"] == selection.Setting(3e-4, 20) and result["converged"] is None

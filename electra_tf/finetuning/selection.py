@@ -18,6 +18,13 @@ from electra_tf.finetuning.run import run_every_trial
 from electra_tf.finetuning.trainer import TrainerCache
 
 
+def learning_rate_label(learning_rate: float) -> str:
+  """A learning rate as file and run names spell it: 0.001 -> ``1e-3``, 0.0003 -> ``3e-4``, 0.00015 ->
+  ``1.5e-4`` (its significant digits, up to seven: 1.5e-4 and 2e-4 keep apart names)."""
+  mantissa, exponent = f"{learning_rate:.6e}".split("e")
+  return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 class Setting(typing.NamedTuple):
   """One grid point: peak LR, epochs and layer-wise LR decay (None: the config's default)."""
   learning_rate: float
@@ -32,9 +39,8 @@ class Setting(typing.NamedTuple):
 
   def key(self) -> str:
     """E.g. ``lr3e-4_ep20_lwd0.8`` (file and run names)."""
-    mantissa, exponent = f"{self.learning_rate:.0e}".split("e")
     decay = "" if self.layerwise_lr_decay is None else f"_lwd{self.layerwise_lr_decay:g}"
-    return f"lr{mantissa}e{int(exponent)}_ep{self.epochs:g}{decay}"
+    return f"lr{learning_rate_label(self.learning_rate)}_ep{self.epochs:g}{decay}"
 
   def describe(self) -> str:
     decay = "" if self.layerwise_lr_decay is None else f", layer-wise decay {self.layerwise_lr_decay:g}"
