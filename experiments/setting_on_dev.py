@@ -34,9 +34,9 @@ from units import read_json, stage_path  # pylint: disable=wrong-import-position
 
 
 def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
-  """``mlm_s3994`` -> the model dir of the finished run ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the
-  same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, as its stage record gives it;
-  ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
+  """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994``: the one finished such run, or the sweep's run
+  of the same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, its LR read from its stage
+  record; ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
   method, _, steps = model.rpartition("_s")
   well_formed = bool(method) and steps.isdigit()
   lr = "*" if pretraining_lr is None else selection.learning_rate_label(pretraining_lr)
@@ -45,7 +45,8 @@ def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
   for prefix in ("sweep", "pt") if well_formed else ():
     for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}"))):
       record = read_json(path)
-      found[selection.learning_rate_label(record["learning_rate"])] = record["model_dir"]
+      found[selection.learning_rate_label(record["learning_rate"])] = os.path.join(work_dir, "data", "models",
+                                                                                   record["name"])
   if len(found) != 1:
     hint = (f"; give --pretraining-lr, one of {', '.join(sorted(found))}" if len(found) > 1 else
             "; give the name of a finished paper_claim pre-training, e.g. electra_s2400")
