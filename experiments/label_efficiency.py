@@ -30,13 +30,15 @@ Protocol (docs/experiments/label_efficiency.md):
   missing are listed as pending, so a partial run is reported as what it is.
 
 Every unit writes ``<work>/stages/<name>.json`` when done and is skipped when that file exists (rerun the same
-command to continue). ``--shard K/N`` deals the units of a stage round-robin between N processes on one work dir;
-``--until baselines|select|final|summary`` stops after a stage; ``--report`` runs nothing and writes the summary of
-what has finished so far.
+command to continue); units are named by method (``--pretrained`` NAME), and a unit records its model's directory
+name, so NAME given another model on the same work dir stops with one line. ``--shard K/N`` deals the units of a
+stage round-robin between N processes on one work dir; ``--until baselines|select|final|summary`` stops after a
+stage; ``--report`` runs nothing and writes the summary of what has finished so far.
 """
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
@@ -67,20 +69,22 @@ COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf
           "lookup": "tab:green", "lookup_lowercase": "tab:olive", "majority": "black"}
 
 
-def _method_and_steps(name: str):
-  """``electra_s1200`` (a model named by its pre-training steps) -> ("electra", 1200); other names -> (name, None)."""
-  base, _, steps = name.rpartition("_s")
-  return (base, int(steps)) if base and steps.isdigit() else (name, None)
+def _method_steps_temperature(name: str):
+  """``electra_s1200`` (a model named by its pre-training steps) -> ("electra", 1200, None); ``electra_s1200_temp1``
+  -> ("electra", 1200, "1"); other names -> (name, None, None)."""
+  named = re.fullmatch(r"(.+)_s(\d+)(?:_temp(.+))?", name)
+  return (named.group(1), int(named.group(2)), named.group(3)) if named else (name, None, None)
 
 
 def label(name: str) -> str:
   """A method's or baseline's label; ``electra_s1200`` reads "ELECTRA, 1,200 steps"."""
-  method, steps = _method_and_steps(name)
-  return LABELS.get(method, method) + ("" if steps is None else f", {steps:,} steps")
+  method, steps, temperature = _method_steps_temperature(name)
+  return (LABELS.get(method, method) + ("" if steps is None else f", {steps:,} steps") +
+          ("" if temperature is None else f", temperature {temperature}"))
 
 
 def color(name: str) -> str:
-  return COLORS.get(_method_and_steps(name)[0], "tab:purple")
+  return COLORS.get(_method_steps_temperature(name)[0], "tab:purple")
 
 
 def size_name(size) -> str:
@@ -155,7 +159,15 @@ def trial(args, task, method, size, setting, seed, on: str) -> dict:
                                    d[f"{on}_root"], TASKS[task][0], metric, trainers=TRAINERS)
   return {"task": task, "method": method, "size": d["train"], "setting": setting._asdict(), "seed": seed,
           "on": on, "value": value, "seconds": round(time.time() - start, 1),
-          "length_bucket_width": args.pos_bucket_width if task == "pos" else 0}
+          "length_bucket_width": args.pos_bucket_width if task == "pos" else 0,
+          "pretrained": pretrained_model(args, method)}
+
+
+def pretrained_model(args, method: str):
+  """The name of the directory ``method``'s weights come from (None: random weights); a finished unit records
+  it, so a later run that gives the same method name another model stops instead of reusing its scores."""
+  path = args.pretrained.get(method)
+  return None if path is None else os.path.basename(os.path.normpath(path))
 
 
 def setting_from(record: dict) -> selection.Setting:
@@ -276,11 +288,27 @@ def check_bucket_width(args):
                          f"pass --pos-bucket-width {used}, or use a new --work-dir")
 
 
+def check_pretrained(args):
+  """Units are named by method, not by model: a work dir whose finished trials of a method fine-tuned another
+  pre-trained model (by its directory's name) stops with one line. Trials that recorded none are not checked."""
+  stages = os.path.join(args.work_dir, "stages")
+  for name in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
+    if name.startswith(("select_", "final_")) and name.endswith(".json"):
+      record = read_json(os.path.join(stages, name)) or {}
+      method = record.get("method")
+      if method in args.pretrained and record.get("pretrained", pretrained_model(args, method)) != \
+          pretrained_model(args, method):
+        raise SystemExit(f"error: {args.work_dir} holds fine-tunes of {method} from the pre-trained model "
+                         f"{record['pretrained']} ({name}), not {pretrained_model(args, method)}; give this "
+                         f"model another name, or use a new --work-dir")
+
+
 def run(args):
   if args.report:
     report(args)
     return
   check_bucket_width(args)
+  check_pretrained(args)
   cells = plan(args)
   for task, size, _ in dealt(args, cells):
     unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)

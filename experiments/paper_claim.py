@@ -52,6 +52,7 @@ import argparse
 import logging
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -289,9 +290,12 @@ def equal_flop_steps(args, vocab_size, electra_steps: int) -> int:
 
 # ---- fine-tuning: label_efficiency's protocol ---------------------------------------------------------------
 
-def model_name(method: str, steps: int) -> str:
-  """A pre-trained model's name in the fine-tuning stage files: ``electra_s1200``, ``mlm_s1997``."""
-  return f"{method}_s{steps}"
+def model_name(run: dict) -> str:
+  """A pre-trained run's name in the fine-tuning stage files: ``electra_s1200``, ``mlm_s1997``; with
+  --temperature as in its run name, ``electra_s1200_temp1``. Another LR at the same steps is another model under
+  the same name, which label_efficiency refuses in one work dir (it records each model's directory name)."""
+  temp = re.search(r"_temp[^_]+$", run["name"])
+  return f"{run['method']}_s{run['steps']}" + (temp.group(0) if temp else "")
 
 
 def finetuning_args(args, pretrained: dict):
@@ -325,8 +329,8 @@ def sweep_finetune(args, name: str, model_dir: str, seed: int) -> dict:
 def stage_finetune(args, lengths) -> tuple:
   """Runs label_efficiency's units dealt to this shard, again whenever another shard finished units (extensions
   and final seeds wait for their selection), until none is pending; its arguments and summary."""
-  la = finetuning_args(args, {model_name(m, run["steps"]): run["model_dir"]
-                              for length in lengths for m, run in length["runs"].items()})
+  la = finetuning_args(args, {model_name(run): run["model_dir"]
+                              for length in lengths for run in length["runs"].values()})
   stages = os.path.join(la.work_dir, "stages")
   count = lambda: len(os.listdir(stages)) if os.path.isdir(stages) else 0
   seen = -1
@@ -449,7 +453,7 @@ def summarize(args, data, sweep, lengths, finetuning) -> dict:
   cells = []
   for row in finetuning["rows"]:
     for length in lengths:
-      names = {m: model_name(m, run["steps"]) for m, run in length["runs"].items()}
+      names = {m: model_name(run) for m, run in length["runs"].items()}
       methods = {m: _scores(row["methods"][name]) for m, name in {**names, "none": "none"}.items()}
       cells.append({"task": row["task"], "size": row["size"], "size_name": row["size_name"],
                     "steps": {m: run["steps"] for m, run in length["runs"].items()},
@@ -471,7 +475,7 @@ def summarize(args, data, sweep, lengths, finetuning) -> dict:
                                                           for v in m["dev"]) for c in mine}
   baseline = data["heldout_unigram_baseline"]["accuracy"]
   return {"data": data, "sweep": sweep, "lengths": lengths, "cells": cells, "target": target,
-          "unigram_stage": {model_name(m, r["steps"]): {
+          "unigram_stage": {model_name(r): {
               "heldout_masked_lm_accuracy": r["heldout"].get("masked_lm_accuracy"), "unigram_baseline": baseline,
               "ratio": r["heldout"].get("masked_lm_accuracy", 0.0) / baseline,
               "left": r["heldout"].get("masked_lm_accuracy", 0.0) >= LEFT_UNIGRAM * baseline}
@@ -533,7 +537,7 @@ def markdown(summary) -> str:
     for m, r in length["runs"].items():
       h = r["heldout"]
       fmt = lambda k: f"{h[k]:.3f}" if k in h else "-"  # pylint: disable=cell-var-from-loop
-      u = summary["unigram_stage"][model_name(m, r["steps"])]
+      u = summary["unigram_stage"][model_name(r)]
       lines.append(f"| {le.label(m)} | {r['learning_rate']:g} | {r['steps']} | {r['total_flops']:.3e} | "
                    f"{r['loop_seconds']:.0f} | {r['steady_seq_per_sec']:.1f} | {fmt('masked_lm_accuracy')} "
                    f"({u['ratio']:.1f}x) | {fmt('disc_auc_real')} | {fmt('disc_recall')} |")

@@ -21,6 +21,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -34,19 +35,19 @@ from units import read_json, stage_path  # pylint: disable=wrong-import-position
 
 
 def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
-  """``mlm_s3994`` -> ``<work>/data/models/pt_mlm_lr<LR>_s3994``: the one finished such run, or the sweep's run
-  of the same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, its LR read from its stage
-  record; ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
-  method, _, steps = model.rpartition("_s")
-  well_formed = bool(method) and steps.isdigit()
+  """``mlm_s3994`` (``electra_s9600_temp1`` for a run with --temperature) -> the model dir that the stage record
+  names (as paper_claim reads it) of the one finished run ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the
+  same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, its LR read from that record;
+  ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
+  named = re.fullmatch(r"(.+)_s(\d+)(_temp[^_]+)?", model)
+  method, steps, temp = named.groups(default="") if named else (model, "", "")
   lr = "*" if pretraining_lr is None else selection.learning_rate_label(pretraining_lr)
-  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}" if well_formed else f"pt_{model}_lr*_sN"
+  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}{temp}" if named else f"pt_{model}_lr*_sN"
   found = {}  # LR -> model dir; a length's own run before the sweep's run of the same settings
-  for prefix in ("sweep", "pt") if well_formed else ():
-    for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}"))):
+  for prefix in ("sweep", "pt") if named else ():
+    for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}{temp}"))):
       record = read_json(path)
-      found[selection.learning_rate_label(record["learning_rate"])] = os.path.join(work_dir, "data", "models",
-                                                                                   record["name"])
+      found[selection.learning_rate_label(record["learning_rate"])] = record["model_dir"]
   if len(found) != 1:
     hint = (f"; give --pretraining-lr, one of {', '.join(sorted(found))}" if len(found) > 1 else
             "; give the name of a finished paper_claim pre-training, e.g. electra_s2400")

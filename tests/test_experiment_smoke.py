@@ -458,6 +458,50 @@ def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_pat
   le.check_bucket_width(args)
 
 
+def test_label_efficiency_refuses_another_model_under_a_finished_method_name(tmp_path):
+  """Units are named by method (``mlm_s7988``), not by the pre-training run: a work dir whose finished trials of a
+  method fine-tuned another model (another pre-training LR at the same steps) stops with one line."""
+  le = _load_experiment("label_efficiency")
+  (tmp_path / "stages").mkdir()
+  args = le.parse_args(["--data-dir", "unused", "--work-dir", str(tmp_path), "--pretrained",
+                        f"mlm_s7988={tmp_path / 'models' / 'pt_mlm_lr1e-3_s7988'}"])
+  assert le.pretrained_model(args, "mlm_s7988") == "pt_mlm_lr1e-3_s7988" and le.pretrained_model(args, "none") is None
+  stage = tmp_path / "stages" / "final_sst_mlm_s7988_1000_lr1e-3_ep5_seed1.json"
+  stage.write_text('{"method": "mlm_s7988", "value": 70.0}')  # recorded no model: not checked
+  le.check_pretrained(args)
+  stage.write_text('{"method": "mlm_s7988", "pretrained": "pt_mlm_lr1e-3_s7988"}')
+  le.check_pretrained(args)
+  stage.write_text('{"method": "mlm_s7988", "pretrained": "pt_mlm_lr3e-4_s7988"}')
+  with pytest.raises(SystemExit, match="holds fine-tunes of mlm_s7988 from the pre-trained model pt_mlm_lr3e-4_s7988 "
+                                       r"\(final_sst_mlm_s7988_1000_lr1e-3_ep5_seed1.json\), not pt_mlm_lr1e-3_s7988; "
+                                       "give this model another name, or use a new --work-dir"):
+    le.check_pretrained(args)
+  (tmp_path / "stages" / "select_sst_none_all_lr1e-3_ep1.json").write_text('{"method": "none", "pretrained": null}')
+  args.pretrained = {}  # a run without that model does not read its units
+  le.check_pretrained(args)
+
+
+def test_paper_claim_names_a_temperature_run_apart_in_every_stage(tmp_path):
+  """A run with --temperature is its own pre-training run (``_temp1``) and its own model in the fine-tuning
+  stage and in setting_on_dev, so it is fine-tuned, not given the default temperature's scores."""
+  pc, le, sod = (_load_experiment(n) for n in ("paper_claim", "label_efficiency", "setting_on_dev"))
+  args = pc.parse_args(["--work-dir", str(tmp_path), "--temperature", "1"])
+  name = pc.run_name(args, "pt", "electra", 1e-3, 9600)
+  assert name == "pt_electra_lr1e-3_s9600_temp1" and pc.run_name(args, "pt", "mlm", 1e-3, 15976).endswith("_s15976")
+  assert pc.model_name({"name": name, "method": "electra", "steps": 9600}) == "electra_s9600_temp1"
+  assert pc.model_name({"name": "pt_electra_lr1e-3_s9600", "method": "electra", "steps": 9600}) == "electra_s9600"
+  assert pc.model_name({"name": "sweep_mlm_lr3e-4_s997", "method": "mlm", "steps": 997}) == "mlm_s997"
+  assert le.label("electra_s9600_temp1") == "ELECTRA, 9,600 steps, temperature 1"
+  assert le.label("mlm_s15976") == "MLM only, 15,976 steps" and le.label("none") == "random weights"
+  assert le.color("electra_s9600_temp1") == le.color("electra_s9600") == "tab:blue"
+  (tmp_path / "stages").mkdir()
+  for run in ("pt_electra_lr1e-3_s9600", "pt_electra_lr1e-3_s9600_temp1"):
+    (tmp_path / "stages" / f"pretrain_{run}.json").write_text(
+        json.dumps({"name": run, "learning_rate": 1e-3, "model_dir": f"/models/{run}"}))
+  assert sod.model_dir(str(tmp_path), "electra_s9600_temp1") == "/models/pt_electra_lr1e-3_s9600_temp1"
+  assert sod.model_dir(str(tmp_path), "electra_s9600") == "/models/pt_electra_lr1e-3_s9600"
+
+
 def test_tagger_errors_quick(tmp_path, data_dir):
   """experiments/tagger_errors.py --quick: the model and the lookups are scored on the same words, the scored
   and the cut words add up to the split's words, and the lookups' figures equal a lookup counted here (the
