@@ -303,12 +303,15 @@ def check_pretrained(args):
                          f"model another name, or use a new --work-dir")
 
 
-def run(args):
+def run(args, ready=None):
+  """Runs this shard's units; ``ready``: the methods whose units may run now (None: every method). Units are
+  dealt from the full list either way, so a shard runs the same units early as later."""
   if args.report:
     report(args)
     return
   check_bucket_width(args)
   check_pretrained(args)
+  now = lambda method: ready is None or method in ready
   cells = plan(args)
   for task, size, _ in dealt(args, cells):
     unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)
@@ -318,12 +321,13 @@ def run(args):
   todo = [(task, method, size, s, seed, name) for task, size, count in cells for method in methods(args)
           for s, seed, name in select_unit_names(args, task, method, size, count)]
   for task, method, size, s, seed, name in dealt(args, todo):
-    unit(args, name, trial, args, task, method, size, s, seed, "validation")
+    if now(method):
+      unit(args, name, trial, args, task, method, size, s, seed, "validation")
   # Where the best grid point is the longest run at its LR, longer runs follow, one at a time. Cells are dealt
   # from the same list in every shard, so one shard runs a cell's whole chain.
   for task, method, size, count in dealt(args, [(task, method, size, count) for task, size, count in cells
                                                 for method in methods(args)]):
-    while True:
+    while now(method):
       chosen = chosen_setting(args, task, method, size, count, load_stages(args))
       if chosen is None:
         log(f"extension not ready (its grid is unfinished; rerun to run it): {task} {size_name(size)} {method}")
@@ -338,6 +342,8 @@ def run(args):
   todo = [(task, size, count, method, seed) for seed in range(args.first_seed, args.first_seed + args.seeds)
           for task, size, count in cells for method in methods(args)]  # seeds outer: partial results balanced
   for task, size, count, method, seed in dealt(args, todo):
+    if not now(method):
+      continue
     chosen = chosen_setting(args, task, method, size, count, load_stages(args))
     if chosen is None or "extend" in chosen:
       log(f"not ready (its selection is unfinished; rerun to run it): final {task} {size_name(size)} {method} "
@@ -345,7 +351,7 @@ def run(args):
       continue
     unit(args, final_unit_name(task, method, size, chosen["chosen"], seed), trial, args, task, method, size,
          chosen["chosen"], seed, "dev")
-  if args.until == "final" or args.shard_index != 0:
+  if args.until == "final" or args.shard_index != 0 or ready is not None:
     return
   report(args)
 

@@ -136,12 +136,16 @@ def owns(args, index: int) -> bool:
   return index % args.num_shards == args.shard
 
 
-def run_dealt(args, units) -> dict:
-  """Runs the ``(name, work, work_args)`` units this shard owns, then waits for the others'; results by name."""
+def run_dealt(args, units, while_waiting=None) -> dict:
+  """Runs the ``(name, work, work_args)`` units this shard owns, then waits for the others'; results by name.
+  ``while_waiting()`` runs once, before the first wait for a unit another shard has not finished."""
   results = {}
   for owned_pass in (True, False):
     for i, (name, work, work_args) in enumerate(units):
       if owns(args, i) == owned_pass:
+        if not owned_pass and while_waiting is not None and read_json(stage_path(args.work_dir, name)) is None:
+          while_waiting()
+          while_waiting = None
         results[name] = unit(args, name, work, *work_args, owner=owned_pass)
   return results
 
@@ -401,6 +405,23 @@ def finished_sweep_run(args, method: str, lr: float, steps: int):
   return read_json(stage_path(args.work_dir, f"pretrain_{run_name(args, 'sweep', method, lr, steps)}"))
 
 
+def finetune_ready(args, vocab_size, chosen, plan, swept):
+  """While another shard still pre-trains: this shard's fine-tuning units of the models that need no more
+  pre-training (random weights and finished runs), dealt from the full list as the fine-tuning stage deals it,
+  so no unit is dealt to two shards."""
+  runs, ready = {}, {"none"}
+  for p in plan:
+    for m, (n, name) in p.items():
+      record = swept.get(name) or read_json(stage_path(args.work_dir, f"pretrain_{name}"))
+      run = record or {"name": name, "method": m, "steps": n, "model_dir": pretrain_config(
+          args, vocab_size, m, n, chosen[m]["learning_rate"], name).model_dir}
+      runs[model_name(run)] = run["model_dir"]
+      if record is not None:
+        ready.add(model_name(run))
+  log(f"fine-tuning while another shard pre-trains: {', '.join(sorted(ready))}")
+  le.run(finetuning_args(args, runs), ready=ready)
+
+
 def stage_pretrain(args, vocab_size, chosen) -> list:
   """Both methods at every length of ``--steps``; per length its runs and how the equal-compute counts compare."""
   plan, swept = [], {}
@@ -413,8 +434,10 @@ def stage_pretrain(args, vocab_size, chosen) -> list:
         swept[name] = record
         log(f"reuse the sweep's run {record['name']} as {name}")
   # ELECTRA and MLM alternate, so with two shards each takes one method: equal FLOPs, equal shares of the work
+  early = (lambda: finetune_ready(args, vocab_size, chosen, plan, swept)) \
+      if STAGES.index(args.until) >= STAGES.index("finetune") else None
   done = run_dealt(args, [(f"pretrain_{name}", pretrain, (args, vocab_size, m, n, chosen[m]["learning_rate"], name))
-                          for p in plan for m, (n, name) in p.items() if name not in swept])
+                          for p in plan for m, (n, name) in p.items() if name not in swept], while_waiting=early)
   lengths = []
   for p in plan:
     runs = {m: swept.get(name) or done[f"pretrain_{name}"] for m, (_, name) in p.items()}

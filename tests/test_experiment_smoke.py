@@ -458,6 +458,44 @@ def test_label_efficiency_refuses_a_work_dir_of_another_pos_bucket_width(tmp_pat
   le.check_bucket_width(args)
 
 
+def test_paper_claim_fine_tunes_what_is_ready_while_another_shard_pre_trains(tmp_path, monkeypatch):
+  """A shard whose own pre-training runs are done, before it waits for another shard's, runs its fine-tuning
+  units of the models already there (random weights, finished runs), once; with --until pretrain it does not."""
+  pc = _paper_claim()
+  events = []
+
+  def fake_unit(args, name, work, *work_args, owner=True):
+    events.append((name, owner))
+    done = pc.read_json(pc.stage_path(args.work_dir, name))
+    if done is None:  # this shard runs it, or the other shard finishes it meanwhile
+      _, _, method, steps, _, run = work_args
+      done = {"name": run, "method": method, "steps": steps, "model_dir": f"/models/{run}",
+              "steady_seq_per_sec": 10.0, "flops_per_step": 1.0}
+      pc.write_json(pc.stage_path(args.work_dir, name), done)
+    return done
+
+  monkeypatch.setattr(pc, "unit", fake_unit)
+  monkeypatch.setattr(pc.le, "run", lambda la, ready=None: events.append(("fine-tune", sorted(la.pretrained),
+                                                                          sorted(ready))))
+  chosen = {"electra": {"learning_rate": 1e-3}, "mlm": {"learning_rate": 1e-3}}
+  for until, early in (("pretrain", False), ("summary", True)):
+    work = tmp_path / until
+    (work / "stages").mkdir(parents=True)
+    args = pc.parse_args(["--work-dir", str(work), "--shard", "1/2", "--steps", "600,1200", "--until", until])
+    m600, m1200 = (pc.equal_flop_steps(args, 8000, n) for n in (600, 1200))
+    pc.write_json(pc.stage_path(str(work), "pretrain_pt_electra_lr1e-3_s600"),  # shard 0 finished its first run
+                  {"name": "pt_electra_lr1e-3_s600", "method": "electra", "steps": 600, "model_dir": "/models/e600",
+                   "steady_seq_per_sec": 10.0, "flops_per_step": 1.0})
+    events.clear()
+    lengths = pc.stage_pretrain(args, 8000, chosen)
+    assert [length["steps"] for length in lengths] == [600, 1200]
+    units = [(f"pretrain_pt_mlm_lr1e-3_s{m600}", True), (f"pretrain_pt_mlm_lr1e-3_s{m1200}", True),
+             ("pretrain_pt_electra_lr1e-3_s600", False)]
+    models = sorted(["electra_s600", "electra_s1200", f"mlm_s{m600}", f"mlm_s{m1200}"])
+    ready = sorted(["none", "electra_s600", f"mlm_s{m600}", f"mlm_s{m1200}"])
+    assert events == units + [("fine-tune", models, ready)] * early + [("pretrain_pt_electra_lr1e-3_s1200", False)]
+
+
 def test_label_efficiency_refuses_another_model_under_a_finished_method_name(tmp_path):
   """Units are named by method (``mlm_s7988``), not by the pre-training run: a work dir whose finished trials of a
   method fine-tuned another model (another pre-training LR at the same steps) stops with one line."""
