@@ -69,22 +69,22 @@ COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf
           "lookup": "tab:green", "lookup_lowercase": "tab:olive", "majority": "black"}
 
 
-def _method_steps_temperature(name: str):
+def parse_model_name(name: str):
   """``electra_s1200`` (a model named by its pre-training steps) -> ("electra", 1200, None); ``electra_s1200_temp1``
-  -> ("electra", 1200, "1"); other names -> (name, None, None)."""
-  named = re.fullmatch(r"(.+)_s(\d+)(?:_temp(.+))?", name)
+  (a run with paper_claim's --temperature) -> ("electra", 1200, "1"); other names -> (name, None, None)."""
+  named = re.fullmatch(r"(.+)_s(\d+)(?:_temp([^_]+))?", name)
   return (named.group(1), int(named.group(2)), named.group(3)) if named else (name, None, None)
 
 
 def label(name: str) -> str:
   """A method's or baseline's label; ``electra_s1200`` reads "ELECTRA, 1,200 steps"."""
-  method, steps, temperature = _method_steps_temperature(name)
+  method, steps, temperature = parse_model_name(name)
   return (LABELS.get(method, method) + ("" if steps is None else f", {steps:,} steps") +
           ("" if temperature is None else f", temperature {temperature}"))
 
 
 def color(name: str) -> str:
-  return COLORS.get(_method_steps_temperature(name)[0], "tab:purple")
+  return COLORS.get(parse_model_name(name)[0], "tab:purple")
 
 
 def size_name(size) -> str:
@@ -276,31 +276,35 @@ def methods(args):
   return list(args.pretrained) + ["none"]
 
 
+def finished_trials(args, prefixes=("select_", "final_")):
+  """(file name, record) of every finished fine-tuning trial in the work dir whose name starts with one of
+  ``prefixes``, in name order."""
+  stages = os.path.join(args.work_dir, "stages")
+  for name in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
+    if name.startswith(prefixes) and name.endswith(".json"):
+      yield name, read_json(os.path.join(stages, name)) or {}
+
+
 def check_bucket_width(args):
   """A work dir's POS fine-tunes share one ``--pos-bucket-width``: stops with one line on a finished POS trial
   that used another (units are named without it)."""
-  stages = os.path.join(args.work_dir, "stages")
-  for name in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
-    if name.startswith(("select_pos_", "final_pos_")) and name.endswith(".json"):
-      used = (read_json(os.path.join(stages, name)) or {}).get("length_bucket_width", 0)
-      if used != args.pos_bucket_width:
-        raise SystemExit(f"error: {args.work_dir} holds POS fine-tunes with --pos-bucket-width {used} ({name}); "
-                         f"pass --pos-bucket-width {used}, or use a new --work-dir")
+  for name, record in finished_trials(args, ("select_pos_", "final_pos_")):
+    used = record.get("length_bucket_width", 0)
+    if used != args.pos_bucket_width:
+      raise SystemExit(f"error: {args.work_dir} holds POS fine-tunes with --pos-bucket-width {used} ({name}); "
+                       f"pass --pos-bucket-width {used}, or use a new --work-dir")
 
 
 def check_pretrained(args):
   """Units are named by method, not by model: a work dir whose finished trials of a method fine-tuned another
   pre-trained model (by its directory's name) stops with one line. Trials that recorded none are not checked."""
-  stages = os.path.join(args.work_dir, "stages")
-  for name in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
-    if name.startswith(("select_", "final_")) and name.endswith(".json"):
-      record = read_json(os.path.join(stages, name)) or {}
-      method = record.get("method")
-      if method in args.pretrained and record.get("pretrained", pretrained_model(args, method)) != \
-          pretrained_model(args, method):
-        raise SystemExit(f"error: {args.work_dir} holds fine-tunes of {method} from the pre-trained model "
-                         f"{record['pretrained']} ({name}), not {pretrained_model(args, method)}; give this "
-                         f"model another name, or use a new --work-dir")
+  for name, record in finished_trials(args):
+    method = record.get("method")
+    if method in args.pretrained and record.get("pretrained", pretrained_model(args, method)) != \
+        pretrained_model(args, method):
+      raise SystemExit(f"error: {args.work_dir} holds fine-tunes of {method} from the pre-trained model "
+                       f"{record['pretrained']} ({name}), not {pretrained_model(args, method)}; give this "
+                       f"model another name, or use a new --work-dir")
 
 
 def run(args, ready=None):

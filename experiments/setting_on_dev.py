@@ -21,7 +21,6 @@ import argparse
 import glob
 import json
 import os
-import re
 import statistics
 import sys
 
@@ -39,12 +38,12 @@ def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
   names (as paper_claim reads it) of the one finished run ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the
   same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, its LR read from that record;
   ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
-  named = re.fullmatch(r"(.+)_s(\d+)(_temp[^_]+)?", model)
-  method, steps, temp = named.groups(default="") if named else (model, "", "")
+  method, steps, temperature = le.parse_model_name(model)
+  temp = "" if temperature is None else f"_temp{temperature}"
   lr = "*" if pretraining_lr is None else selection.learning_rate_label(pretraining_lr)
-  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}{temp}" if named else f"pt_{model}_lr*_sN"
+  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}{temp}" if steps is not None else f"pt_{model}_lr*_sN"
   found = {}  # LR -> model dir; a length's own run before the sweep's run of the same settings
-  for prefix in ("sweep", "pt") if named else ():
+  for prefix in ("sweep", "pt") if steps is not None else ():
     for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}{temp}"))):
       record = read_json(path)
       found[selection.learning_rate_label(record["learning_rate"])] = record["model_dir"]
