@@ -69,18 +69,31 @@ COLORS = {"electra": "tab:blue", "mlm": "tab:orange", "none": "tab:gray", "tfidf
           "lookup": "tab:green", "lookup_lowercase": "tab:olive", "majority": "black"}
 
 
+# paper_claim's ELECTRA options that make a run its own model, as its run name spells them (in this order):
+# ``electra_s8314_gen1_temp1`` is --generator-size 1 --temperature 1
+VARIANTS = {"gen": "generator_hidden_size", "temp": "temperature"}
+
+
 def parse_model_name(name: str):
-  """``electra_s1200`` (a model named by its pre-training steps) -> ("electra", 1200, None); ``electra_s1200_temp1``
-  (a run with paper_claim's --temperature) -> ("electra", 1200, "1"); other names -> (name, None, None)."""
-  named = re.fullmatch(r"(.+)_s(\d+)(?:_temp([^_]+))?", name)
-  return (named.group(1), int(named.group(2)), named.group(3)) if named else (name, None, None)
+  """``electra_s1200`` (a model named by its pre-training steps) -> ("electra", 1200, {}); a run with paper_claim's
+  --generator-size or --temperature, ``electra_s1200_gen1_temp1`` -> ("electra", 1200, {"gen": "1", "temp": "1"});
+  other names -> (name, None, {})."""
+  named = re.fullmatch(r"(.+?)_s(\d+)((?:_(?:%s)[^_]+)*)" % "|".join(VARIANTS), name)
+  if not named:
+    return name, None, {}
+  return named.group(1), int(named.group(2)), dict(re.findall(r"_(%s)([^_]+)" % "|".join(VARIANTS), named.group(3)))
+
+
+def variant_suffix(variants: dict) -> str:
+  """The run-name suffix of ``variants`` as parse_model_name returns them: {"gen": "1"} -> ``_gen1``."""
+  return "".join(f"_{key}{variants[key]}" for key in VARIANTS if key in variants)
 
 
 def label(name: str) -> str:
   """A method's or baseline's label; ``electra_s1200`` reads "ELECTRA, 1,200 steps"."""
-  method, steps, temperature = parse_model_name(name)
+  method, steps, variants = parse_model_name(name)
   return (LABELS.get(method, method) + ("" if steps is None else f", {steps:,} steps") +
-          ("" if temperature is None else f", temperature {temperature}"))
+          "".join(f", {VARIANTS[key]} {value}" for key, value in variants.items()))
 
 
 def color(name: str) -> str:

@@ -45,7 +45,8 @@ one thread pool per process: on a 2-core machine two shards finish the tiny mode
 process using both cores.
 
 The model is the tiny preset (``presets.sample_pretraining_hparams``), recipe included, read at run time, so the
-experiment follows the preset; ``--temperature`` overrides ELECTRA's sampling temperature.
+experiment follows the preset; ``--temperature`` and ``--generator-size`` override ELECTRA's sampling
+temperature and generator width.
 """
 
 import argparse
@@ -252,6 +253,8 @@ def pretrain_hparams(args, vocab_size: int, method: str, steps: int, lr: float) 
   hp.update(electra_objective=method == "electra", learning_rate=lr, num_eval_steps=args.eval_batches,
             eval_every_steps=every, save_checkpoints_steps=every,
             iterations_per_loop=max(1, min(hp["iterations_per_loop"], every)))
+  if method == "electra" and args.generator_size is not None:
+    hp["generator_hidden_size"] = args.generator_size
   if method == "electra" and args.temperature is not None:
     hp["temperature"] = args.temperature
   hp.update(args.model_overrides)
@@ -277,6 +280,7 @@ def pretrain(args, vocab_size, method, steps, lr, name) -> dict:
   return {"method": method, "name": name, "model_dir": cfg.model_dir, "steps": steps,
           "learning_rate": cfg.learning_rate, "num_warmup_steps": cfg.num_warmup_steps,
           "adam_bias_correction": cfg.adam_bias_correction, "temperature": cfg.temperature,
+          "generator_hidden_size": cfg.generator_hidden_size,
           "train_batch_size": cfg.train_batch_size, "flops_per_step": flops_per_step(cfg),
           "total_flops": flops_per_step(cfg) * steps,
           "heldout": {k: float(metrics[k]) for k in HELDOUT_KEYS if k in metrics},
@@ -296,10 +300,11 @@ def equal_flop_steps(args, vocab_size, electra_steps: int) -> int:
 
 def model_name(run: dict) -> str:
   """A pre-trained run's name in the fine-tuning stage files: ``electra_s1200``, ``mlm_s1997``; with
-  --temperature as in its run name, ``electra_s1200_temp1``. Another LR at the same steps is another model under
-  the same name, which label_efficiency refuses in one work dir (it records each model's directory name)."""
-  temp = re.search(r"_temp[^_]+$", run["name"])
-  return f"{run['method']}_s{run['steps']}" + (temp.group(0) if temp else "")
+  --generator-size or --temperature as in its run name, ``electra_s1200_temp1``. Another LR at the same steps is
+  another model under the same name, which label_efficiency refuses in one work dir (it records each model's
+  directory name)."""
+  variants = re.search(r"(_(?:%s)[^_]+)+$" % "|".join(le.VARIANTS), run["name"])
+  return f"{run['method']}_s{run['steps']}" + (variants.group(0) if variants else "")
 
 
 def finetuning_args(args, pretrained: dict):
@@ -352,10 +357,12 @@ def stage_finetune(args, lengths) -> tuple:
 # ---- stages 2-3 --------------------------------------------------------------------------------------------
 
 def run_name(args, prefix: str, method: str, lr: float, steps: int) -> str:
-  """E.g. ``pt_electra_lr3e-4_s3000`` (``_temp2`` with --temperature): a finished unit is reused only for the
-  same settings. A change of the preset itself between invocations is not detected: use a new --work-dir."""
-  temp = f"_temp{args.temperature:g}" if method == "electra" and args.temperature is not None else ""
-  return f"{prefix}_{method}_lr{selection.learning_rate_label(lr)}_s{steps}{temp}"
+  """E.g. ``pt_electra_lr3e-4_s3000`` (``_gen1`` with --generator-size 1, ``_temp2`` with --temperature 2): a
+  finished unit is reused only for the same settings. A change of the preset itself between invocations is not
+  detected: use a new --work-dir."""
+  given = {"gen": args.generator_size, "temp": args.temperature} if method == "electra" else {}
+  suffix = le.variant_suffix({k: f"{v:g}" for k, v in given.items() if v is not None})
+  return f"{prefix}_{method}_lr{selection.learning_rate_label(lr)}_s{steps}{suffix}"
 
 
 def stage_sweep(args, vocab_size) -> dict:
@@ -627,6 +634,9 @@ def parse_args(argv=None):
   p.add_argument("--electra-lr", type=float, help="skip ELECTRA's sweep and use this peak LR")
   p.add_argument("--mlm-lr", type=float, help="skip MLM's sweep and use this peak LR")
   p.add_argument("--temperature", type=float, help="ELECTRA's sampling temperature (default: the preset's)")
+  p.add_argument("--generator-size", type=float,
+                 help="ELECTRA's generator width as a fraction of the discriminator's (generator_hidden_size; "
+                      "default: the preset's). MLM-only's equal-FLOP step count follows")
   p.add_argument("--evals-per-run", type=int, default=6, help="held-out evaluations during each pre-training")
   p.add_argument("--eval-batches", type=int, default=20)
   p.add_argument("--final-eval-batches", type=int, default=40)

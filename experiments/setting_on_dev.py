@@ -34,17 +34,17 @@ from units import read_json, stage_path  # pylint: disable=wrong-import-position
 
 
 def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
-  """``mlm_s3994`` (``electra_s9600_temp1`` for a run with --temperature) -> the model dir that the stage record
+  """``mlm_s3994`` (``electra_s9600_temp1`` for a run with --temperature, ``_gen1`` with --generator-size) -> the model dir that the stage record
   names (as paper_claim reads it) of the one finished run ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the
   same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, its LR read from that record;
   ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
-  method, steps, temperature = le.parse_model_name(model)
-  temp = "" if temperature is None else f"_temp{temperature}"
+  method, steps, variants = le.parse_model_name(model)
+  suffix = le.variant_suffix(variants)
   lr = "*" if pretraining_lr is None else selection.learning_rate_label(pretraining_lr)
-  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}{temp}" if steps is not None else f"pt_{model}_lr*_sN"
+  pattern = f"{{pt,sweep}}_{method}_lr{lr}_s{steps}{suffix}" if steps is not None else f"pt_{model}_lr*_sN"
   found = {}  # LR -> model dir; a length's own run before the sweep's run of the same settings
   for prefix in ("sweep", "pt") if steps is not None else ():
-    for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}{temp}"))):
+    for path in sorted(glob.glob(stage_path(work_dir, f"pretrain_{prefix}_{method}_lr{lr}_s{steps}{suffix}"))):
       record = read_json(path)
       found[selection.learning_rate_label(record["learning_rate"])] = record["model_dir"]
   if len(found) != 1:

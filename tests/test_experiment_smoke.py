@@ -540,6 +540,40 @@ def test_paper_claim_names_a_temperature_run_apart_in_every_stage(tmp_path):
   assert sod.model_dir(str(tmp_path), "electra_s9600") == "/models/pt_electra_lr1e-3_s9600"
 
 
+def test_paper_claim_names_a_generator_width_run_apart_and_gives_mlm_equal_flops(tmp_path):
+  """--generator-size is ELECTRA's generator_hidden_size, its own run and model (``_gen1``, before ``_temp``), and
+  MLM-only's step count follows the wider generator's FLOPs; MLM-only's run keeps its name."""
+  pc, le, sod = (_load_experiment(n) for n in ("paper_claim", "label_efficiency", "setting_on_dev"))
+  both = pc.parse_args(["--work-dir", str(tmp_path), "--generator-size", "1", "--temperature", "1"])
+  name = pc.run_name(both, "pt", "electra", 1e-3, 8314)
+  assert name == "pt_electra_lr1e-3_s8314_gen1_temp1"
+  assert pc.run_name(both, "pt", "mlm", 1e-3, 15976) == "pt_mlm_lr1e-3_s15976"
+  assert pc.model_name({"name": name, "method": "electra", "steps": 8314}) == "electra_s8314_gen1_temp1"
+  assert le.parse_model_name("electra_s8314_gen1_temp1") == ("electra", 8314, {"gen": "1", "temp": "1"})
+  assert le.label("electra_s8314_gen1") == "ELECTRA, 8,314 steps, generator_hidden_size 1"
+  wide = pc.parse_args(["--work-dir", str(tmp_path), "--generator-size", "1"])
+  default = pc.parse_args(["--work-dir", str(tmp_path)])
+  assert pc.pretrain_hparams(wide, 8000, "electra", 8314, 1e-3)["generator_hidden_size"] == 1.0
+  preset = pc.pretrain_config(default, 8000, "electra", 9600, 1e-3, "x").generator_hidden_size
+  assert preset != 1.0 and pc.pretrain_config(wide, 8000, "mlm", 8314, 1e-3, "x").generator_hidden_size == preset
+  # the reference's FLOP count grows with the generator (its blocks and the MLM head at its width), so MLM-only
+  # gets more steps for the same ELECTRA steps; counted independently from the block sizes
+  per_step = [pc.flops_per_step(pc.pretrain_config(a, 8000, "electra", 9600, 1e-3, "x")) for a in (wide, default)]
+  gen_wide = pc.pretrain_config(wide, 8000, "electra", 9600, 1e-3, "x").generator_config()
+  gen_default = pc.pretrain_config(default, 8000, "electra", 9600, 1e-3, "x").generator_config()
+  assert gen_wide.hidden_size == 2 * gen_default.hidden_size == 128
+  cfg = pc.pretrain_config(wide, 8000, "electra", 9600, 1e-3, "x")
+  extra = cfg.train_batch_size * (pc.train_flops_per_sequence(gen_wide, cfg.max_seq_length, False) -
+                                  pc.train_flops_per_sequence(gen_default, cfg.max_seq_length, False))
+  assert extra > 0 and per_step[0] == pytest.approx(per_step[1] + extra)
+  assert pc.equal_flop_steps(wide, 8000, 8314) == 15976 == pc.equal_flop_steps(default, 8000, 9600)
+  (tmp_path / "stages").mkdir()
+  for run in ("pt_electra_lr1e-3_s8314", "pt_electra_lr1e-3_s8314_gen1"):
+    (tmp_path / "stages" / f"pretrain_{run}.json").write_text(
+        json.dumps({"name": run, "learning_rate": 1e-3, "model_dir": f"/models/{run}"}))
+  assert sod.model_dir(str(tmp_path), "electra_s8314_gen1") == "/models/pt_electra_lr1e-3_s8314_gen1"
+
+
 def test_tagger_errors_quick(tmp_path, data_dir):
   """experiments/tagger_errors.py --quick: the model and the lookups are scored on the same words, the scored
   and the cut words add up to the split's words, and the lookups' figures equal a lookup counted here (the
