@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 
 import pytest
@@ -19,6 +20,7 @@ import build_pretraining_dataset as cli  # pylint: disable=wrong-import-position
 
 tf = pytest.importorskip("tensorflow")
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LEN = 32
 BAD_SHARD = "pretrain_data.tfrecord-1-of-2"
 
@@ -62,6 +64,12 @@ def _cut_mid_record(path, good):
   path.write_bytes(path.read_bytes()[:(offsets[good] + offsets[good + 1]) // 2])
 
 
+def _flip_a_byte(path, record):
+  raw = bytearray(path.read_bytes())
+  raw[_offsets(path)[record] + 20] ^= 0xFF
+  path.write_bytes(bytes(raw))
+
+
 def _example(length):
   feature = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
   return tf.train.Example(features=tf.train.Features(feature={
@@ -70,12 +78,13 @@ def _example(length):
 
 def test_metadata_records_each_shards_count_and_checksum(built, bert_vocab):
   meta = json.loads((built / "metadata.json").read_text())
-  assert meta["format_version"] == 2
+  assert meta["format_version"] == 3
   for split, prefix in (("train", "pretrain_data"), ("eval", "pretrain_eval")):
     shards = meta["splits"][split]["shards"]
     assert sorted(shards) == sorted(n for n in os.listdir(built) if n.startswith(prefix))
     for name, info in shards.items():
       assert info["num_records"] == len(_records(built / name)) > 0
+      assert info["num_bytes"] == len((built / name).read_bytes())
       assert info["sha256"] == tokenization.file_checksum(built / name)
     assert sum(s["num_records"] for s in shards.values()) == meta["splits"][split]["num_examples"]
   report = verify.verify_pretraining_data(built)
@@ -102,9 +111,7 @@ def test_verify_finds_damage_that_reads_without_error(data):
   (data / BAD_SHARD).write_bytes((data / BAD_SHARD).read_bytes()[:offsets[5]])
   # A flipped byte inside record 7 of the other shard: the CRC catches it.
   other = data / "pretrain_data.tfrecord-0-of-2"
-  raw = bytearray(other.read_bytes())
-  raw[_offsets(other)[7] + 20] ^= 0xFF
-  other.write_bytes(bytes(raw))
+  _flip_a_byte(other, record=7)
   # A well-formed record of the wrong length in the held-out shard.
   held_out = data / "pretrain_eval.tfrecord-0-of-1"
   records = _records(held_out)
@@ -194,7 +201,7 @@ def test_pretraining_names_the_corrupt_shard_keeps_the_checkpoint_and_can_skip(d
   # One shard, so that its records come in order (with two, repeat-then-shuffle may read one twice first);
   # the shuffle buffer reads 100 ahead, so record 200 is met at about step 12, after ckpt-10.
   (data / "pretrain_data.tfrecord-0-of-2").unlink()
-  _cut_mid_record(data / BAD_SHARD, good=200)
+  _flip_a_byte(data / BAD_SHARD, record=200)  # the size is unchanged: only reading the record finds it
   hp = lib.tiny_hparams(num_train_steps=30, iterations_per_loop=5, save_checkpoints_steps=5,
                         vocab_file=str(bert_vocab))
   cfg = PretrainingConfig.create("corrupt", str(data.parent), **hp)
@@ -216,3 +223,33 @@ def test_pretraining_names_the_corrupt_shard_keeps_the_checkpoint_and_can_skip(d
   n = json.loads((data / "metadata.json").read_text())["splits"]["train"]["shards"][BAD_SHARD]["num_records"]
   assert f"skipped {n - 200} of {n} records of" in capfd.readouterr().err
   assert "a shard that loses some is reported with the count" in caplog.text
+
+
+@pytest.mark.parametrize("cut", ["boundary", "header"])
+def test_pretraining_refuses_a_shard_cut_where_it_reads_without_error(data, bert_vocab, tmp_path, cut):
+  """A shard cut at a record boundary, or inside the next record's length header (TensorFlow's reader takes
+  fewer than 12 bytes there for the end of the file), reads without error: the size metadata.json recorded
+  stops pre-training before it starts, in one line and leaving nothing; skip_bad_records trains on it."""
+  offsets = _offsets(data / BAD_SHARD)
+  end = offsets[5] + (0 if cut == "boundary" else 7)
+  (data / BAD_SHARD).write_bytes((data / BAD_SHARD).read_bytes()[:end])
+  assert len(_records(data / BAD_SHARD)) == 5  # no error from the reader
+  size = json.loads((data / "metadata.json").read_text())["splits"]["train"]["shards"][BAD_SHARD]["num_bytes"]
+  hp = lib.tiny_hparams(num_train_steps=2, iterations_per_loop=1, save_checkpoints_steps=2,
+                        vocab_file=str(bert_vocab))
+  run = lambda extra: subprocess.run(
+      [sys.executable, os.path.join(REPO, "pretrain", "run_pretraining.py"), "--data-dir", str(data.parent),
+       "--model-name", "m", "--no-progress", "--hparams", json.dumps({**hp, **extra})],
+      cwd=tmp_path, capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  before = sorted(p for p in data.parent.rglob("*"))
+  result = run({})
+  errors = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  assert result.returncode == 2 and len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+  assert errors[0] == (f"error: pre-training data {data / BAD_SHARD} is {end:,} bytes but metadata.json recorded "
+                       f"{size:,} (cut short or changed since the build); check every shard with `python "
+                       f"data_prep/build_pretraining_dataset.py --verify --output-dir {data}`, rebuild the data, "
+                       "or set the hparam skip_bad_records to train on what it holds")
+  assert sorted(p for p in data.parent.rglob("*")) == before
+  result = run({"skip_bad_records": True})
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert tf.train.latest_checkpoint(str(data.parent / "models" / "m")).endswith("ckpt-2")

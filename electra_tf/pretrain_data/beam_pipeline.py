@@ -131,7 +131,7 @@ def _shard_name(split, shard, shard_counts):
 
 
 def _write_shard(shard_and_records, tmp_dir, shard_counts):
-  """Writes one shard file, its examples in corpus order; -> (split, name, records, tokens, sha256)."""
+  """Writes one shard file, its examples in corpus order; -> (split, name, tokens, metadata entry)."""
   (split, shard), records = shard_and_records
   records = sorted(records, key=lambda r: r[0])
   name = _shard_name(split, shard, shard_counts)
@@ -139,7 +139,7 @@ def _write_shard(shard_and_records, tmp_dir, shard_counts):
   with tfrecord.TFRecordWriter(path) as writer:
     for _, _, data in records:
       writer.write(data)
-  return split, name, len(records), sum(r[1] for r in records), tokenization.file_checksum(path)
+  return split, name, sum(r[1] for r in records), metadata_lib.shard_entry(path, len(records))
 
 
 def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, counts, settings):
@@ -150,7 +150,7 @@ def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, counts, setti
     stats.files_read += s.files_read
     stats.files_skipped += s.files_skipped
   num_pieces, stats.documents, stats.sentences = counts
-  written = {name: (split, n, tokens, sha) for split, name, n, tokens, sha in shard_results}
+  written = {name: (tokens, entry) for _, name, tokens, entry in shard_results}
   splits = {}
   for split, num_shards in shard_counts.items():
     shards, examples, tokens = {}, 0, 0
@@ -159,10 +159,9 @@ def _finalize(_, tmp_dir, shard_counts, unit_stats, shard_results, counts, setti
       if name not in written:
         path = fileio.join(tmp_dir, name)
         tfrecord.TFRecordWriter(path).close()
-        written[name] = (split, 0, 0, tokenization.file_checksum(path))
-      _, n, t, sha = written[name]
-      shards[name] = {"num_records": n, "sha256": sha}
-      examples, tokens = examples + n, tokens + t
+        written[name] = (0, metadata_lib.shard_entry(path, 0))
+      t, shards[name] = written[name]
+      examples, tokens = examples + shards[name]["num_records"], tokens + t
     prefix = build.TRAIN_PREFIX if split == "train" else build.EVAL_PREFIX
     splits[split] = build.split_metadata(prefix, shards, examples, tokens)
   meta = build.build_metadata(settings["tokenizer_fields"], settings["max_seq_length"],

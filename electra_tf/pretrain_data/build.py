@@ -215,9 +215,9 @@ class _ShardWriter:
     self._flush()
 
   def shards(self) -> dict:
-    """Per shard: its record count and SHA-256, so that verification can be exact (a shard cut at a
+    """Per shard: its record count, size and SHA-256, so that verification can be exact (a shard cut at a
     record boundary reads without error)."""
-    return {name: {"num_records": n, "sha256": tokenization.file_checksum(os.path.join(self._directory, name))}
+    return {name: metadata_lib.shard_entry(os.path.join(self._directory, name), n)
             for name, n in zip(self.names, self.num_records)}
 
 
@@ -266,7 +266,8 @@ def tokenizer_metadata(tokenizer, vocab_file) -> dict:
 
 
 def split_metadata(prefix, shards, num_examples, num_tokens) -> dict:
-  """One split's entry; ``shards``: {file name: {"num_records", "sha256"}} over all its shard files."""
+  """One split's entry; ``shards``: {file name: {"num_records", "num_bytes", "sha256"}} over all its shard
+  files."""
   return {"file_pattern": f"{prefix}-*-of-{len(shards)}", "num_shards": len(shards),
           "num_examples": num_examples, "num_tokens": num_tokens, "shards": shards}
 

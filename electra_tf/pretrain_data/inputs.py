@@ -23,7 +23,8 @@ HELDOUT_GLOB = "pretrain_eval.tfrecord*"
 
 
 def check_data(cfg: PretrainingConfig) -> typing.List[str]:
-  """The TFRecords exist and were built with this vocab, casing and max_seq_length; returns the files."""
+  """The TFRecords exist, were built with this vocab, casing and max_seq_length, and have the sizes their build
+  recorded (unless ``skip_bad_records``); returns the files."""
   try:
     files = dataset.list_files(cfg.pretrain_tfrecords)
   except DataPrepError:
@@ -31,7 +32,9 @@ def check_data(cfg: PretrainingConfig) -> typing.List[str]:
                            "data_prep/build_pretraining_dataset.py --output-dir <data-dir>/pretrain_tfrecords "
                            "or pass --data-dir") from None
   try:
-    metadata.check_metadata(cfg.pretrain_tfrecords, cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length)
+    meta = metadata.check_metadata(cfg.pretrain_tfrecords, cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length)
+    if meta is not None and not cfg.skip_bad_records:  # skip_bad_records trains on what the shards hold
+      metadata.check_shard_sizes(cfg.pretrain_tfrecords, meta, files)
   except DataPrepError as e:
     raise PretrainingError(str(e)) from None
   return files

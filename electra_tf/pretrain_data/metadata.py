@@ -8,9 +8,10 @@ from electra_tf import fileio, tokenization
 from electra_tf.errors import DataPrepError
 
 METADATA_FILE = "metadata.json"
-# 2: each split lists its shards with their record counts and SHA-256 (``shards``); 1 had neither, and is
-# still read (verification is then by CRC and shapes only).
-FORMAT_VERSION = 2
+# 3: each shard also records its size in bytes (``num_bytes``), checked when pre-training starts; 2: each
+# split lists its shards with their record counts and SHA-256 (``shards``); 1 had neither. Older formats are
+# still read (what they lack is not checked: verification is then by CRC and shapes only).
+FORMAT_VERSION = 3
 
 
 def write_metadata(output_dir, metadata):
@@ -42,9 +43,14 @@ def read_metadata(data_dir_or_glob):
                      "data_prep/build_pretraining_dataset.py") from None
 
 
+def shard_entry(path, num_records: int) -> dict:
+  """A written shard's entry in ``metadata.json``: its record count, size and SHA-256."""
+  return {"num_records": num_records, "num_bytes": fileio.getsize(path), "sha256": tokenization.file_checksum(path)}
+
+
 def shard_records(meta) -> dict:
-  """``{shard file name: {"num_records": n, "sha256": hex}}`` over every split; empty for metadata
-  written before format 2 (or none at all)."""
+  """``{shard file name: {"num_records": n, "num_bytes": size, "sha256": hex}}`` over every split (no
+  ``num_bytes`` before format 3); empty for metadata written before format 2 (or none at all)."""
   shards = {}
   for split in ((meta or {}).get("splits") or {}).values():
     shards.update(split.get("shards") or {})
@@ -98,3 +104,21 @@ def check_metadata(data_dir_or_glob, vocab_file, do_lower_case, max_seq_length, 
     raise DataPrepError(f"pre-training data in {where} was built with strip_accents={meta['strip_accents']}"
                      f" but the config has strip_accents={strip}; {fix}")
   return meta
+
+
+def check_shard_sizes(data_dir_or_glob, meta, files):
+  """Each of ``files`` that ``meta`` (read from ``data_dir_or_glob``) lists has the size the build recorded:
+  a shard cut short, even at a record boundary where it reads without error, or changed since. Costs a stat
+  per file; the records themselves are checked by ``--verify``."""
+  recorded, where = shard_records(meta), os.path.normpath(_metadata_dir(data_dir_or_glob))
+  for path in files:
+    info = recorded.get(os.path.basename(path))
+    if info is None or "num_bytes" not in info or os.path.normpath(os.path.dirname(path) or ".") != where:
+      continue
+    size = fileio.getsize(path)
+    if size != int(info["num_bytes"]):
+      raise DataPrepError(
+          f"pre-training data {path} is {size:,} bytes but {METADATA_FILE} recorded {int(info['num_bytes']):,} "
+          f"(cut short or changed since the build); check every shard with `python "
+          f"data_prep/build_pretraining_dataset.py --verify --output-dir {os.path.dirname(path) or '.'}`, "
+          "rebuild the data, or set the hparam skip_bad_records to train on what it holds")

@@ -145,7 +145,7 @@ def verify_files(files: typing.Sequence[str], max_seq_length: int, vocab_size: t
         want = info.get("num_records")
         if want is not None and check.num_records != int(want):
           check.problem = (f"holds {check.num_records} records but metadata.json recorded {want} (cut short "
-                           "at a record boundary?)")
+                           "at a record boundary, or inside the next record's length header?)")
         elif sha is not None and sha != info["sha256"]:
           check.problem = (f"every record reads, but the bytes differ from the build (sha256 {sha[:12]}... "
                            f"vs {info['sha256'][:12]}... in metadata.json)")
