@@ -51,6 +51,7 @@ temperature and generator width.
 
 import argparse
 import logging
+import math
 import os
 import random
 import re
@@ -672,6 +673,9 @@ def parse_args(argv=None):
       raise ValueError
   except ValueError:
     p.error(f"--steps {args.steps!r}: give positive step counts, e.g. 600,1200,2400")
+  if args.generator_size is not None and not 0 < args.generator_size < math.inf:
+    p.error(f"--generator-size {args.generator_size:g}: give the generator's width as a fraction of the "
+            "discriminator's, e.g. 0.5 or 1")
   args.sweep_lrs = [float(x) for x in args.sweep_lrs.split(",") if x.strip()]
   args.tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
   if not args.tasks or set(args.tasks) - set(TASKS):

@@ -34,10 +34,11 @@ from units import read_json, stage_path  # pylint: disable=wrong-import-position
 
 
 def model_dir(work_dir: str, model: str, pretraining_lr: float = None) -> str:
-  """``mlm_s3994`` (``electra_s9600_temp1`` for a run with --temperature, ``_gen1`` with --generator-size) -> the model dir that the stage record
-  names (as paper_claim reads it) of the one finished run ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the
-  same method and steps (``sweep_mlm_lr<LR>_s3994``) that a length reused, its LR read from that record;
-  ``pretraining_lr`` picks one LR where the work dir holds finished runs at several."""
+  """``mlm_s3994`` (``electra_s9600_temp1`` for a run with --temperature, ``_gen1`` with --generator-size) -> the
+  model dir that the stage record names (as paper_claim reads it) of the one finished run
+  ``pt_mlm_lr<LR>_s3994``, or of the sweep's run of the same method and steps (``sweep_mlm_lr<LR>_s3994``) that a
+  length reused, its LR read from that record; ``pretraining_lr`` picks one LR where the work dir holds finished
+  runs at several."""
   method, steps, variants = le.parse_model_name(model)
   suffix = le.variant_suffix(variants)
   lr = "*" if pretraining_lr is None else selection.learning_rate_label(pretraining_lr)

@@ -572,6 +572,10 @@ def test_paper_claim_names_a_generator_width_run_apart_and_gives_mlm_equal_flops
     (tmp_path / "stages" / f"pretrain_{run}.json").write_text(
         json.dumps({"name": run, "learning_rate": 1e-3, "model_dir": f"/models/{run}"}))
   assert sod.model_dir(str(tmp_path), "electra_s8314_gen1") == "/models/pt_electra_lr1e-3_s8314_gen1"
+  for bad in ("0", "-1", "nan"):
+    with pytest.raises(SystemExit) as e:
+      pc.parse_args(["--work-dir", str(tmp_path), "--generator-size", bad])
+    assert e.value.code == 2
 
 
 def test_tagger_errors_quick(tmp_path, data_dir):
