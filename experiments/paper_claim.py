@@ -54,7 +54,6 @@ import logging
 import math
 import os
 import random
-import re
 import statistics
 import sys
 import time
@@ -304,8 +303,7 @@ def model_name(run: dict) -> str:
   --generator-size or --temperature as in its run name, ``electra_s1200_temp1``. Another LR at the same steps is
   another model under the same name, which label_efficiency refuses in one work dir (it records each model's
   directory name)."""
-  variants = re.search(r"(_(?:%s)[^_]+)+$" % "|".join(le.VARIANTS), run["name"])
-  return f"{run['method']}_s{run['steps']}" + (variants.group(0) if variants else "")
+  return f"{run['method']}_s{run['steps']}" + le.variant_suffix(le.parse_model_name(run["name"])[2])
 
 
 def finetuning_args(args, pretrained: dict):
