@@ -1,6 +1,8 @@
 """The validation split and label subsets (real rt_polarity and oanc_pos files), and model selection: the grid's
 tie-breaking and convergence rule, and a real fine-tuning selection that never reads dev."""
 
+import collections
+
 import pytest
 
 from electra_tf.errors import HParamError
@@ -77,6 +79,87 @@ def test_conll_sentences_are_dealt_whole(data_dir, tmp_path):
   assert len(train) == out["train"] == 300 and len(validation) == 200
   assert train == [original[i] for i in out["train_indexes"]]
   assert len(read_conll(str(tmp_path / "dev" / "chunk" / "dev.txt"))) == 2000
+
+
+@pytest.mark.parametrize("size", [300, 2500, None])
+def test_repeated_sentences_never_put_a_training_sentence_in_validation(data_dir, tmp_path, size):
+  """oanc_pos repeats sentences within its training file (215 texts, 2,597 sentences): a repeated one stays in the
+  pool, so no validation sentence is one a subset trains on (dealt by position alone, 9-12 would be)."""
+  task_dir = data_dir / "tagging" / "oanc_pos"
+  train_units = splits.read_units(str(task_dir / "train.txt"), "conll")
+  repeated = {t for t, n in collections.Counter(train_units.texts).items() if n > 1}
+  assert len(repeated) == 215
+  out = splits.write_subset(str(task_dir), "chunk", str(tmp_path), "conll", 500, size, 0)
+  words = lambda path: [" ".join(w) for w, _ in read_conll(str(path))]
+  train, validation = (words(tmp_path / "validation" / "chunk" / f"{s}.txt") for s in ("train", "dev"))
+  assert len(train) == (size or 17500) and len(validation) == 500
+  assert not set(validation) & set(train) and not set(validation) & repeated
+  assert not set(validation) & set(words(task_dir / "dev.txt"))
+  by_position = [i for i in out["train_indexes"] if train_units.texts[i] in repeated]
+  assert by_position  # the subsets do hold repeated sentences: the rule above has something to keep apart
+
+
+PAIR_LAYOUTS = {  # the official GLUE files: name, header, a row from (label, a, b), the dev file's stem
+    "mrpc": ("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String", lambda i, y, a, b: f"{y}\t{i}\t{i + 1}\t{a}\t{b}",
+             "dev"),
+    "mnli": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
+             "sentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label",
+             lambda i, y, a, b: f"{i}\t{i}\t{i}n\tfiction\t( x )\t( y )\t(ROOT x)\t(ROOT y)\t{a}\t{b}\t{y}\t{y}",
+             "dev_matched"),
+}
+
+
+@pytest.mark.parametrize("task_name", sorted(PAIR_LAYOUTS))
+def test_sentence_pair_tasks_are_carved_and_scored_by_tfidf_with_c_chosen_on_validation(data_dir, tmp_path,
+                                                                                         task_name):
+  """Pairs of real rt_polarity sentences in the task's official layout, labelled by whether the two share a
+  polarity: the carving reads both sentences (a repeated pair and a pair also in dev stay out of validation),
+  the library's reader reads what it writes, and TF-IDF + LR with C chosen on validation equals scikit-learn
+  fitted here on dense [v(a), v(b), v(a) v(b)] features."""
+  import numpy as np
+  from sklearn.feature_extraction.text import TfidfVectorizer
+  from sklearn.linear_model import LogisticRegression
+  from electra_tf.configs import FinetuningConfig
+  from electra_tf.finetuning import baselines
+
+  header, row, dev_stem = PAIR_LAYOUTS[task_name]
+  sst = splits.read_units(str(data_dir / "glue-style" / "rt_polarity" / "train.tsv"), "tsv").units
+  sentences, polarity = [u.split("\t")[0] for u in sst], [u.split("\t")[1] for u in sst]
+  rng = np.random.RandomState(0)
+  pairs = [(int(i), int(j)) for i, j in zip(rng.randint(0, 3000, 700), rng.randint(0, 3000, 700))]
+  labels = {"mrpc": ("0", "1"), "mnli": ("contradiction", "entailment")}[task_name]
+  lines = [row(k, labels[polarity[i] == polarity[j]], sentences[i], sentences[j]) for k, (i, j) in enumerate(pairs)]
+  train_lines, dev_lines = lines[:600] + [lines[5]], lines[600:] + [lines[7]]  # a repeated pair, a pair in dev
+  src = tmp_path / "src"
+  src.mkdir()
+  (src / "train.tsv").write_text(header + "\n" + "\n".join(train_lines) + "\n")
+  (src / f"{dev_stem}.tsv").write_text(header + "\n" + "\n".join(dev_lines) + "\n")
+  out = splits.write_subset(str(src), task_name, str(tmp_path / "o"), "tsv", 150, 300, seed=1)
+  assert not {5, 600, 7} & set(out["validation_indexes"])
+  data = {}
+  for split, root in (("train", out["validation_root"]), ("validation", out["validation_root"]),
+                      ("dev", out["dev_root"])):
+    cfg = FinetuningConfig.create("m", str(tmp_path), task_names=[task_name], raw_data_dir=root)
+    examples = get_task(cfg, task_name, None).get_examples("train" if split == "train" else "dev")
+    data[split] = baselines.glue_examples(examples)
+  if task_name == "mrpc":  # the reader adds each training pair swapped (the reference's double_unordered)
+    assert len(data["train"].labels) == 600
+    data["train"] = baselines.Examples(*(part[:300] for part in data["train"]))
+  assert [len(data[s].labels) for s in ("train", "validation", "dev")] == [300, 150, 101]
+  assert all(b is not None for b in data["validation"].texts_b)
+  grid = (1.0, 100.0)
+  got = baselines.tfidf_logreg(data["train"], data["validation"], data["dev"], c_grid=grid)
+
+  train = data["train"]
+  vec = TfidfVectorizer(ngram_range=(1, 2)).fit(train.texts_a + train.texts_b)
+  dense = lambda d: np.hstack([vec.transform(d.texts_a).toarray(), vec.transform(d.texts_b).toarray(),
+                               vec.transform(d.texts_a).toarray() * vec.transform(d.texts_b).toarray()])
+  acc = lambda c, d: 100 * np.mean(LogisticRegression(C=c, max_iter=1000).fit(dense(train), train.labels)
+                                   .predict(dense(d)) == np.array(d.labels))
+  expected = {c: acc(c, data["validation"]) for c in grid}
+  best = max(grid, key=lambda c: (expected[c], -c))
+  assert got["validation"] == pytest.approx(expected)
+  assert got["C"] == best and got["dev_accuracy"] == pytest.approx(acc(best, data["dev"]))
 
 
 def test_choice_ties_and_convergence():

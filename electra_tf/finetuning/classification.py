@@ -44,10 +44,13 @@ class GlueTask(Task):
   glue_name = ""  # the GLUE server's file stem (SST-2, MNLI-m, ...)
   test_prediction_key = "logits"  # the head output kept per example in test_predictions/*.pkl
 
-  def columns(self, split: str) -> Columns:
+  @classmethod
+  def columns(cls, split: str) -> Columns:
+    """The split's layout; it depends on the split's name only (``splits`` reads it from the class)."""
     raise NotImplementedError
 
-  def is_test(self, split: str) -> bool:
+  @classmethod
+  def is_test(cls, split: str) -> bool:
     return "test" in split or "diagnostic" in split
 
   def split_path(self, split: str) -> str:
@@ -212,8 +215,9 @@ class RegressionTask(GlueTask):
 class CoLA(GlueTask):
   name, glue_name = "cola", "CoLA"
 
-  def columns(self, split):  # train/dev have no header: source, label, original label, sentence
-    return Columns(1, None, None, True) if self.is_test(split) else Columns(3, None, 1, False)
+  @classmethod
+  def columns(cls, split):  # train/dev have no header: source, label, original label, sentence
+    return Columns(1, None, None, True) if cls.is_test(split) else Columns(3, None, 1, False)
 
   def get_scorer(self, split="dev", output_dir=None):
     return MCCScorer()
@@ -222,23 +226,26 @@ class CoLA(GlueTask):
 class SST(GlueTask):
   name, glue_name = "sst", "SST-2"
 
-  def columns(self, split):
-    return Columns(1, None, None, True) if self.is_test(split) else Columns(0, None, 1, True)
+  @classmethod
+  def columns(cls, split):
+    return Columns(1, None, None, True) if cls.is_test(split) else Columns(0, None, 1, True)
 
 
 class MRPC(GlueTask):
   name, glue_name = "mrpc", "MRPC"
   double_unordered = True
 
-  def columns(self, split):  # Quality, #1 ID, #2 ID, #1 String, #2 String (test: Quality is the index)
-    return Columns(3, 4, None if self.is_test(split) else 0, True)
+  @classmethod
+  def columns(cls, split):  # Quality, #1 ID, #2 ID, #1 String, #2 String (test: Quality is the index)
+    return Columns(3, 4, None if cls.is_test(split) else 0, True)
 
 
 class QQP(GlueTask):
   name, glue_name = "qqp", "QQP"
 
-  def columns(self, split):
-    return Columns(1, 2, None, True) if self.is_test(split) else Columns(3, 4, 5, True)
+  @classmethod
+  def columns(cls, split):
+    return Columns(1, 2, None, True) if cls.is_test(split) else Columns(3, 4, 5, True)
 
 
 class MNLI(GlueTask):
@@ -247,18 +254,20 @@ class MNLI(GlueTask):
   file_names = {"dev": "dev_matched"}
   test_splits = ("test_matched", "test_mismatched", "diagnostic")
 
-  def columns(self, split):
+  @classmethod
+  def columns(cls, split):
     if split == "diagnostic":
       return Columns(1, 2, None, True)
-    return Columns(8, 9, None if self.is_test(split) else -1, True)
+    return Columns(8, 9, None if cls.is_test(split) else -1, True)
 
 
 class QNLI(GlueTask):
   name, glue_name = "qnli", "QNLI"
   label_list = ("entailment", "not_entailment")
 
-  def columns(self, split):
-    return Columns(1, 2, None if self.is_test(split) else 3, True)
+  @classmethod
+  def columns(cls, split):
+    return Columns(1, 2, None if cls.is_test(split) else 3, True)
 
 
 class RTE(QNLI):
@@ -269,5 +278,6 @@ class STS(RegressionTask):
   name, glue_name = "sts", "STS-B"
   double_unordered = True
 
-  def columns(self, split):
-    return Columns(-2, -1, None, True) if self.is_test(split) else Columns(-3, -2, -1, True)
+  @classmethod
+  def columns(cls, split):
+    return Columns(-2, -1, None, True) if cls.is_test(split) else Columns(-3, -2, -1, True)

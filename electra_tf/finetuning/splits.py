@@ -3,8 +3,10 @@
 Model selection must never read dev. ``carve`` deals a task's training units (TSV rows or CoNLL sentences)
 once, by a seeded permutation, into a **validation** part and a **pool**; a labelled subset of size k is the
 first k units of the pool, so the subsets are nested (250 in 500 in 1,000 ...) and the same for every method
-that uses the same seed. A unit whose text also occurs in dev never goes to the validation part (it stays in
-the pool), so validation scores are never scores on dev sentences.
+that uses the same seed. A unit whose text also occurs in dev, or more than once in the training file, never
+goes to the validation part (it stays in the pool), so validation scores are never scores on dev sentences or
+on sentences a subset trains on. A unit's text is what the task's reader reads as input: a TSV row's sentence
+columns (both sentences of a pair task, from the task class's ``columns``), a CoNLL sentence's words.
 
 ``write_subset`` writes two data roots the fine-tuning runner reads as they are (``raw_data_dir``):
 
@@ -14,12 +16,14 @@ the pool), so validation scores are never scores on dev sentences.
   scored here.
 """
 
+import collections
 import os
 import random
 import typing
 
 from electra_tf import fileio
 from electra_tf.errors import HParamError
+from electra_tf.finetuning import classification
 from electra_tf.finetuning.base import DataError
 
 FORMATS = {"tsv": ".tsv", "conll": ".txt"}
@@ -33,8 +37,33 @@ class Units(typing.NamedTuple):
   texts: typing.List[str]
 
 
-def read_units(path: str, fmt: str, header: bool = True) -> Units:
-  """The units of a task file: TSV rows (``header``: the first line is a header) or CoNLL sentences."""
+class TsvLayout(typing.NamedTuple):
+  """Where a TSV task's sentences are: ``text_columns`` (indexes, negative from the end), ``header`` (the first
+  line is a header) and the file stems of its ``train`` and ``dev`` splits."""
+  text_columns: typing.Tuple[int, ...]
+  header: bool
+  train_file: str
+  dev_file: str
+
+
+GLUE_CLASSES = {cls.name: cls for cls in vars(classification).values()
+                if isinstance(cls, type) and issubclass(cls, classification.GlueTask) and cls.name}
+
+
+def tsv_layout(task_name: str) -> TsvLayout:
+  """The layout the task's reader expects (``GlueTask.columns`` of its train split); a task without a GLUE
+  reader: the first column, a header line, ``train`` and ``dev``."""
+  cls = GLUE_CLASSES.get(task_name)
+  if cls is None:
+    return TsvLayout((0,), True, "train", "dev")
+  cols = cls.columns("train")
+  texts = tuple(c for c in (cols.text_a, cols.text_b) if c is not None)
+  return TsvLayout(texts, cols.header, cls.file_names.get("train", "train"), cls.file_names.get("dev", "dev"))
+
+
+def read_units(path: str, fmt: str, header: bool = True, text_columns: typing.Sequence[int] = (0,)) -> Units:
+  """The units of a task file: TSV rows (``header``: the first line is a header; ``text_columns``: the columns
+  whose values, tab-joined, are a row's text) or CoNLL sentences."""
   if fmt not in FORMATS:
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
   if not fileio.isfile(path):
@@ -46,7 +75,14 @@ def read_units(path: str, fmt: str, header: bool = True) -> Units:
     if lines and lines[-1] == "":
       lines.pop()
     head, rows = (lines[0], lines[1:]) if header and lines else ("", lines)
-    return Units(head, rows, [row.split("\t")[0] for row in rows])
+    texts = []
+    for number, row in enumerate(rows, start=2 if header else 1):
+      cells = row.split("\t")
+      if any(c >= len(cells) or -c > len(cells) for c in text_columns):
+        raise DataError(path, number, f"{len(cells)} columns, but the task's sentences are in column(s) "
+                        f"{list(text_columns)}")
+      texts.append("\t".join(cells[c] for c in text_columns))
+    return Units(head, rows, texts)
   blocks = [b.strip("\n") for b in text.replace("\r\n", "\n").split("\n\n")]
   blocks = [b for b in blocks if b.strip() and not b.startswith("-DOCSTART-")]
   words = [" ".join(line.split()[0] for line in b.split("\n") if line.strip()) for b in blocks]
@@ -62,14 +98,16 @@ class Carving(typing.NamedTuple):
 
 def carve(train: Units, validation_size: int, seed: int, dev: typing.Optional[Units] = None) -> Carving:
   """A seeded permutation of the training units dealt into ``validation_size`` validation units and the pool.
-  Units whose text occurs in ``dev`` are kept out of the validation part."""
+  Units whose text occurs in ``dev``, or in another training unit, are kept out of the validation part."""
   n = len(train.units)
   dev_texts = set(dev.texts) if dev is not None else set()
+  counts = collections.Counter(train.texts)
   order = list(range(n))
   random.Random(seed).shuffle(order)
   validation, pool = [], []
   for i in order:
-    if len(validation) < validation_size and train.texts[i] not in dev_texts:
+    text = train.texts[i]
+    if len(validation) < validation_size and text not in dev_texts and counts[text] == 1:
       validation.append(i)
     else:
       pool.append(i)
@@ -102,18 +140,21 @@ def _write(path: str, units: Units, indexes: typing.Sequence[int], fmt: str):
 
 
 def write_subset(task_dir: str, task_name: str, out: str, fmt: str, validation_size: int,
-                 size: typing.Optional[int], seed: int, header: bool = True) -> dict:
+                 size: typing.Optional[int], seed: int) -> dict:
   """Writes ``<out>/validation/<task_name>/`` and ``<out>/dev/<task_name>/`` (module docstring) from the task's
-  ``train`` and ``dev`` files in ``task_dir``; returns the counts and the unit indexes used."""
+  ``train`` and ``dev`` files in ``task_dir`` (a GLUE task's own file names, header and sentence columns:
+  ``tsv_layout``); returns the counts and the unit indexes used."""
   ext = FORMATS[fmt]
-  train = read_units(os.path.join(task_dir, "train" + ext), fmt, header)
-  dev = read_units(os.path.join(task_dir, "dev" + ext), fmt, header)
+  layout = tsv_layout(task_name) if fmt == "tsv" else TsvLayout((0,), False, "train", "dev")
+  stems = {"train": layout.train_file, "dev": layout.dev_file}
+  train, dev = (read_units(os.path.join(task_dir, stems[split] + ext), fmt, layout.header, layout.text_columns)
+                for split in ("train", "dev"))
   carving = carve(train, validation_size, seed, dev)
   chosen = subset(carving, size)
   for root, eval_units, eval_indexes in (("validation", train, carving.validation),
                                          ("dev", dev, range(len(dev.units)))):
-    _write(os.path.join(out, root, task_name, "train" + ext), train, chosen, fmt)
-    _write(os.path.join(out, root, task_name, "dev" + ext), eval_units, eval_indexes, fmt)
+    _write(os.path.join(out, root, task_name, stems["train"] + ext), train, chosen, fmt)
+    _write(os.path.join(out, root, task_name, stems["dev"] + ext), eval_units, eval_indexes, fmt)
   return {"train": len(chosen), "validation": len(carving.validation), "dev": len(dev.units),
           "pool": len(carving.pool), "seed": seed, "train_indexes": chosen, "validation_indexes": carving.validation,
           "validation_root": os.path.join(out, "validation"), "dev_root": os.path.join(out, "dev")}
