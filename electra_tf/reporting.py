@@ -37,7 +37,7 @@ def plot_panels(panels, path: str, title: str = ""):
   ``hline`` (value, label), ``kind`` ("line" or "bar"), ``xlabel`` (default "step"), ``logx`` (a log x axis),
   ``xticks`` (the x values to label) and ``colors`` ({legend label: matplotlib colour})).
   """
-  cols = 2 if len(panels) == 4 else len(panels)
+  cols = 2 if len(panels) == 4 else min(len(panels), 3)
   rows = (len(panels) + cols - 1) // cols
   fig = Figure(figsize=(5.2 * cols, 3.6 * rows))
   axes = fig.subplots(rows, cols, squeeze=False)

@@ -26,7 +26,8 @@ Protocol (docs/experiments/label_efficiency.md):
   (``selection.extension``): every chosen setting shows its curve turn.
 - **Final.** The chosen setting with seeds ``--first-seed`` .. + ``--seeds``, scored on dev once each.
 - **Summary.** Medians, ranges, exact two-sided Mann-Whitney tests (``electra_tf.seed_comparison``), seeds
-  above the TF-IDF baseline; ``summary.json``, ``summary.md``, ``plots/label_efficiency.png``. Units still
+  above the TF-IDF baseline; ``summary.json``, ``summary.md``, ``plots/label_efficiency.png`` and
+  ``plots/validation_curves.png`` (each model's validation score against epochs at its chosen LR). Units still
   missing are listed as pending, so a partial run is reported as what it is.
 
 Every unit writes ``<work>/stages/<name>.json`` when done and is skipped when that file exists (rerun the same
@@ -171,7 +172,7 @@ def trial(args, task, method, size, setting, seed, on: str) -> dict:
   value = selection.finetune_score(config_factory(args, task, method, name), setting, seed,
                                    d[f"{on}_root"], TASKS[task][0], metric, trainers=TRAINERS)
   return {"task": task, "method": method, "size": d["train"], "setting": setting._asdict(), "seed": seed,
-          "on": on, "value": value, "seconds": round(time.time() - start, 1),
+          "on": on, "value": value, "seconds": round(time.time() - start, 1), "split": d["fingerprint"],
           "length_bucket_width": args.pos_bucket_width if task == "pos" else 0,
           "pretrained": pretrained_model(args, method)}
 
@@ -320,6 +321,19 @@ def check_pretrained(args):
                        f"model another name, or use a new --work-dir")
 
 
+def check_splits(args, cells):
+  """Units are named by task and size, not by the sentences they hold: a finished trial that recorded another
+  carving of its cell (another ``--split-seed`` or ``--validation-size``, or a version of ``splits`` that deals
+  otherwise) stops with one line. Trials that recorded none are not checked."""
+  current = {(task, count): subset_dirs(args, task, size)["fingerprint"] for task, size, count in cells}
+  for name, record in finished_trials(args):
+    used, now = record.get("split"), current.get((record.get("task"), record.get("size")))
+    if used is not None and now is not None and used != now:
+      raise SystemExit(f"error: {args.work_dir} holds fine-tunes on another carving of {record['task']} "
+                       f"{record['size']} ({name}: split {used}, now {now}); rerun with the split settings it "
+                       f"used, or use a new --work-dir")
+
+
 def run(args, ready=None):
   """Runs this shard's units; ``ready``: the methods whose units may run now (None: every method). Units are
   dealt from the full list either way, so a shard runs the same units early as later."""
@@ -330,6 +344,7 @@ def run(args, ready=None):
   check_pretrained(args)
   now = lambda method: ready is None or method in ready
   cells = plan(args)
+  check_splits(args, cells)
   for task, size, _ in dealt(args, cells):
     unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)
   if args.until == "baselines":
@@ -380,6 +395,7 @@ def report(args):
   with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
     f.write(markdown(summary))
   plot(summary, os.path.join(args.work_dir, "plots", "label_efficiency.png"))
+  plot_validation_curves(summary, os.path.join(args.work_dir, "plots", "validation_curves.png"))
   log(f"summary: {os.path.join(args.work_dir, 'summary.md')}")
 
 
@@ -470,6 +486,25 @@ def plot(summary, path):
                     "colors": {label(m): color(m) for r in rows for m in [*r["methods"], *COLORS]}}))
   os.makedirs(os.path.dirname(path), exist_ok=True)
   reporting.plot_panels(series, path, title="label efficiency (x: labelled training examples)")
+
+
+def plot_validation_curves(summary, path):
+  """One panel per task and size: each model's validation score against fine-tuning epochs at its chosen LR
+  and decay (the selection's curve, extensions included), so where each choice stops rising shows."""
+  series = []
+  for r in summary["rows"]:
+    lines = [(f"{label(m)} ({v['chosen']['epochs']:g} ep)", [tuple(point) for point in v["curve"]])
+             for m, v in r["methods"].items() if v.get("curve")]
+    families = [parse_model_name(m)[0] for m in r["methods"]]
+    colors = ({name: color(m) for (name, _), m in zip(lines, r["methods"])}
+              if len(set(families)) == len(families) else {})  # several models of a family: distinct colours
+    if lines:
+      series.append((f"{r['task']}, {r['size']} labels: validation against epochs", "%", lines,
+                     {"xlabel": "fine-tuning epochs (at the chosen LR)", "logx": True, "colors": colors,
+                      "xticks": sorted({x for _, points in lines for x, _ in points})}))
+  if series:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    reporting.plot_panels(series, path, title="model selection on the validation split (legend: chosen epochs)")
 
 
 def parse_args(argv=None):

@@ -21,7 +21,7 @@ stops after a stage. Stages:
   2. sweep     per method, the same rule: peak LR in ``--sweep-lrs`` at a short length (ELECTRA
                ``--sweep-steps``, MLM the FLOP-equal count), warmup and bias correction from the tiny
                preset's short-run recipe; each point fine-tuned on sst (seed ``--sweep-seed``, not one of the
-               main seeds, and each of ``--extra-selection-seeds``; ``--sweep-ft-epochs`` at the preset's LR)
+               main seeds, and each of ``--extra-selection-seeds``; ``--sweep-ft-epochs`` at peak LR 3e-4)
                and scored on the validation split carved from sst's training data, never on dev; the best (the
                median over the seeds) picks the method's LR (ties: the lower LR).
   3. pretrain  for every length in ``--steps``: ELECTRA for that many steps and MLM for the steps of equal
@@ -80,6 +80,7 @@ PRETRAINED = ("electra", "mlm")
 TASKS = ("sst", "pos")  # label_efficiency.TASKS: sst accuracy, POS span F1 (per-word accuracy)
 # "Left the unigram stage": held-out masked-LM accuracy at least this multiple of the unigram baseline.
 LEFT_UNIGRAM = 2.0
+SWEEP_FT_LR = 3e-4  # the sweep's fine-tunes: one fixed setting for every point (with --sweep-ft-epochs)
 HELDOUT_KEYS = ("masked_lm_accuracy", "masked_lm_loss", "disc_auc", "disc_auc_real", "disc_recall",
                 "disc_precision", "disc_accuracy", "disc_loss")
 
@@ -325,7 +326,7 @@ def finetuning_args(args, pretrained: dict):
 
 
 def sweep_setting(args) -> selection.Setting:
-  return selection.Setting(presets.TINY_FINETUNING_LR, args.sweep_ft_epochs)
+  return selection.Setting(SWEEP_FT_LR, args.sweep_ft_epochs)
 
 
 def sweep_finetune(args, name: str, model_dir: str, seed: int) -> dict:

@@ -323,16 +323,30 @@ def test_label_efficiency_quick(tmp_path, data_dir):
     assert validation[chosen.key()] == max(validation.values())
     assert len(none["dev"]) == 2 and none["median"] == statistics.median(none["dev"])
     assert row["tests"]["none_seeds_above_tfidf"] == sum(v > row["baselines"]["tfidf"] for v in none["dev"])
+  from electra_tf.finetuning import splits  # pylint: disable=import-outside-toplevel
+  carvings = {("sst", 50): splits.write_subset(str(work / "data" / "finetuning_data" / "sst"), "sst",
+                                               str(tmp_path / "sub"), "tsv", 100, 50, 0)["fingerprint"]}
   for name in os.listdir(work / "stages"):  # grid points read the validation split, final seeds dev
     record = json.loads((work / "stages" / name).read_text())
     if name.startswith(("select_", "final_")):
       assert record["on"] == ("validation" if name.startswith("select_") else "dev")
       assert record["seed"] in ((0,) if name.startswith("select_") else (1, 2))
+      assert len(record["split"]) == 12
+      assert record["split"] == carvings.get((record["task"], record["size"]), record["split"])
   assert rows[("pos", 17900)]["baselines"]["unknown_word_tags"] == {"number": "CD", "capitalised": "NNP",
                                                                      "other": "NN"}
   _assert_drawn(work / "plots" / "label_efficiency.png")
+  _assert_drawn(work / "plots" / "validation_curves.png")
   again = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
   assert again.returncode == 0 and "] run: " not in again.stdout, again.stdout[-2000:]
+  # a unit fine-tuned on another carving of its cell (another split seed, or another version of the rules)
+  unit = next(p for p in sorted((work / "stages").glob("final_sst_none_50_*.json")))
+  record = json.loads(unit.read_text())
+  unit.write_text(json.dumps({**record, "split": "0123456789ab"}))
+  stale = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+  assert stale.returncode != 0 and "] run: " not in stale.stdout
+  assert (f"holds fine-tunes on another carving of sst 50 ({unit.name}: split 0123456789ab, now "
+          f"{record['split']}); rerun with the split settings it used, or use a new --work-dir") in stale.stderr
 
 
 def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():

@@ -17,6 +17,8 @@ columns (both sentences of a pair task, from the task class's ``columns``), a Co
 """
 
 import collections
+import hashlib
+import json
 import os
 import random
 import typing
@@ -157,4 +159,12 @@ def write_subset(task_dir: str, task_name: str, out: str, fmt: str, validation_s
     _write(os.path.join(out, root, task_name, stems["dev"] + ext), eval_units, eval_indexes, fmt)
   return {"train": len(chosen), "validation": len(carving.validation), "dev": len(dev.units),
           "pool": len(carving.pool), "seed": seed, "train_indexes": chosen, "validation_indexes": carving.validation,
+          "fingerprint": fingerprint(chosen, carving.validation),
           "validation_root": os.path.join(out, "validation"), "dev_root": os.path.join(out, "dev")}
+
+
+def fingerprint(train_indexes: typing.Sequence[int], validation_indexes: typing.Sequence[int]) -> str:
+  """12 hex digits naming which training units a subset trains on and which it validates on: runs that record
+  it can tell a subset dealt by another carving (another seed, size or version of these rules) from theirs."""
+  text = json.dumps([list(train_indexes), list(validation_indexes)])
+  return hashlib.sha256(text.encode()).hexdigest()[:12]
