@@ -70,6 +70,35 @@ def review_to_paragraphs(text: str) -> str:
   return html.unescape(re.sub(r"<[^>]+>", " ", text))
 
 
+IMDB_TASK_TRAIN, IMDB_TASK_DEV, IMDB_TASK_SEED = 3000, 500, 2026
+
+
+def write_imdb_task(out_dir, n_train: int = IMDB_TASK_TRAIN, n_dev: int = IMDB_TASK_DEV,
+                    seed: int = IMDB_TASK_SEED) -> pathlib.Path:
+  """IMDB review polarity as a second sentiment task, in the SST-2 layout (``sst`` reads it): a seeded draw of
+  ``n_train`` + ``n_dev`` of the package's 25,000 labelled reviews (each distinct text once), each on one line
+  (HTML removed, tabs and line breaks as spaces). A task nothing in this project was tuned on; the review texts (not their labels)
+  are in the sample pre-training corpus. Idempotent: the same files on every machine."""
+  out = pathlib.Path(out_dir)
+  if (out / "train.tsv").exists() and (out / "dev.tsv").exists():
+    return out
+  labels = {}  # a review the package repeats counts once; one it gives both labels is left out
+  with open(_reviews_csv(), encoding="utf-8", newline="") as f:
+    for row in csv.DictReader(f):
+      if row["source"] == "imdb":
+        labels.setdefault(" ".join(review_to_paragraphs(row["text"]).split()), set()).add(row["label"])
+  reviews = [(text, next(iter(seen))) for text, seen in labels.items() if len(seen) == 1]
+  order = list(range(len(reviews)))
+  random.Random(seed).shuffle(order)
+  if n_train + n_dev > len(order):
+    raise SampleDataError(f"{n_train} + {n_dev} reviews asked for; the package has {len(order)}")
+  with atomic_directory(out, overwrite=True) as tmp:
+    for split, ids in (("dev", order[:n_dev]), ("train", order[n_dev:n_dev + n_train])):
+      with open(os.path.join(tmp, f"{split}.tsv"), "w", encoding="utf-8") as f:
+        f.write("sentence\tlabel\n" + "".join(f"{reviews[i][0]}\t{reviews[i][1]}\n" for i in ids))
+  return out
+
+
 _SAMPLE_MODELS = ("models/electra_sample", "models/electra_sample_no_pretraining")
 
 

@@ -246,3 +246,26 @@ def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
   monkeypatch.setattr(run_lib, "FinetuningRun", StoppedRun)
   with pytest.raises(SystemExit, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command"):
     selection.finetune_score(lambda **kw: kw, selection.Setting(1e-3, 2), 1, "root", "sst", "accuracy")
+
+
+def test_the_imdb_task_is_a_seeded_draw_of_the_packages_labelled_reviews(tmp_path):
+  """sample_data.write_imdb_task: 3,000 train / 500 dev reviews, disjoint, each with the label the package
+  gives it (read here with csv), the same files again for the same seed, read by the sst reader."""
+  import csv
+  from electra_tf import sample_data
+  from electra_tf.configs import FinetuningConfig
+  out = sample_data.write_imdb_task(tmp_path / "imdb" / "sst")
+  with open(sample_data._reviews_csv(), encoding="utf-8", newline="") as f:  # pylint: disable=protected-access
+    labels = {}
+    for row in csv.DictReader(f):
+      if row["source"] == "imdb":
+        labels.setdefault(" ".join(sample_data.review_to_paragraphs(row["text"]).split()), set()).add(row["label"])
+  rows = {s: [line.split("\t") for line in (out / f"{s}.tsv").read_text().splitlines()[1:]] for s in ("train", "dev")}
+  assert [len(rows["train"]), len(rows["dev"])] == [3000, 500]
+  assert not {r[0] for r in rows["train"]} & {r[0] for r in rows["dev"]}
+  assert all(labels[text] == {label} for text, label in rows["train"] + rows["dev"])
+  assert 0.4 < sum(label == "1" for _, label in rows["dev"]) / 500 < 0.6
+  again = sample_data.write_imdb_task(tmp_path / "again")
+  assert (again / "train.tsv").read_bytes() == (out / "train.tsv").read_bytes()
+  cfg = FinetuningConfig.create("m", str(tmp_path), task_names=["sst"], raw_data_dir=str(tmp_path / "imdb"))
+  assert len(get_task(cfg, "sst", None).get_examples("dev")) == 500
