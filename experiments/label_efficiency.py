@@ -18,8 +18,10 @@ Protocol (docs/experiments/label_efficiency.md):
 - **Selection.** Every neural model (each ``--pretrained NAME=MODEL_DIR`` and ``none``, random weights) gets
   its own setting per size from the same grid: peak LR in ``--grid-lrs`` x a training budget of
   ``--grid-examples`` examples seen (epochs = budget / size, at least 1), so a trial costs the same at every
-  size. One fine-tune per grid point with seed ``--selection-seed`` (not one of the reported seeds; more with
-  ``--extra-selection-seeds``, and the median counts), scored on the validation split only; the best wins
+  size; random weights also with the layer-wise decays of ``--random-weights-decays`` (default 1: no decay,
+  where the preset's 0.8 gives their lower layers a fraction of the LR). One fine-tune per grid point with
+  seed ``--selection-seed`` (not one of the reported seeds; more with ``--extra-selection-seeds``, and the
+  median counts), scored on the validation split only; the best wins
   (ties: lower LR, then the smaller budget). Converged means a larger budget at the chosen LR did not raise
   the validation score. When the best is the grid's largest budget at its LR, twice its epochs run next at
   that LR, again while the longer run wins, up to ``--extend-examples`` examples seen
@@ -61,9 +63,10 @@ STAGES = ("baselines", "select", "final", "summary")
 # Every grid point, seed and model is a fine-tuning run of its own; the runs of a task share one compiled trainer
 # (reset for each run: the results of a new trainer, bit for bit), so a process traces each task's steps once.
 TRAINERS = TrainerCache()
-# our task name -> (library task, file format, metric, fine-tuning max_seq_length)
-# task: (library task, file format, metric, max_seq_length). ``imdb``: IMDB review polarity read as ``sst``
-# (sample_data.write_imdb_task), a task the protocol was not tuned on; reviews are cut to 128 tokens.
+# our task name -> (library task, file format, metric, fine-tuning max_seq_length). ``imdb``: IMDB review
+# polarity read as ``sst`` (sample_data.write_imdb_task), a task the protocol was not tuned on (its review
+# texts, not their labels, are in the sample pre-training corpus); the networks read a review's first 128
+# tokens, TF-IDF + LR all of it.
 TASKS = {"sst": ("sst", "tsv", "accuracy", 64), "pos": ("chunk", "conll", "f1", 128),
          "imdb": ("sst", "tsv", "accuracy", 128)}
 CLASSIFICATION = ("sst", "imdb")
@@ -119,11 +122,14 @@ def task_source(args, task: str) -> str:
   return args.pos_dir
 
 
+def subset_out(args, task: str, size) -> str:
+  return os.path.join(args.work_dir, "subsets", f"{task}_{size_name(size)}")
+
+
 def subset_dirs(args, task: str, size) -> dict:
   lib_task, fmt, _, _ = TASKS[task]
-  out = os.path.join(args.work_dir, "subsets", f"{task}_{size_name(size)}")
-  return splits.write_subset(task_source(args, task), lib_task, out, fmt, args.validation_size, size,
-                             args.split_seed)
+  return splits.write_subset(task_source(args, task), lib_task, subset_out(args, task, size), fmt,
+                             args.validation_size, size, args.split_seed)
 
 
 def glue_split(root: str, split: str) -> baselines.Examples:
@@ -137,24 +143,30 @@ def baseline_unit(args, task: str, size) -> dict:
     train = glue_split(d["validation_root"], "train")
     validation, dev = glue_split(d["validation_root"], "dev"), glue_split(d["dev_root"], "dev")
     tfidf = baselines.tfidf_logreg(train, validation, dev)
-    return {"task": task, "size": d["train"], "majority": baselines.majority_accuracy(train.labels, dev.labels),
+    return {"task": task, "size": d["train"], "split": d["fingerprint"],
+            "majority": baselines.majority_accuracy(train.labels, dev.labels),
             "tfidf": tfidf["dev_accuracy"], "tfidf_C": tfidf["C"],
             "tfidf_validation": {str(c): v for c, v in tfidf["validation"].items()}}
   path = lambda root, split: os.path.join(root, "chunk", f"{split}.txt")
   train = read_conll(path(d["validation_root"], "train"))
   validation, dev = read_conll(path(d["validation_root"], "dev")), read_conll(path(d["dev_root"], "dev"))
   tagger, uncased = baselines.MostFrequentTagger().fit(train), baselines.MostFrequentTagger(lowercase=True).fit(train)
-  return {"task": task, "size": d["train"], "lookup": tagger.accuracy(dev),
+  return {"task": task, "size": d["train"], "split": d["fingerprint"], "lookup": tagger.accuracy(dev),
           "lookup_validation": tagger.accuracy(validation), "unknown_word_tags": tagger.unknown,
           "lookup_lowercase": uncased.accuracy(dev), "lookup_lowercase_validation": uncased.accuracy(validation)}
 
 
 # ---- neural --------------------------------------------------------------------------------------------------
 
-def grid_for(args, size_count: int):
-  """The grid at a subset of ``size_count`` examples: epochs = budget / size (at least 1)."""
+def grid_for(args, size_count: int, method: str):
+  """The grid at a subset of ``size_count`` examples: epochs = budget / size (at least 1). Random weights also
+  try ``--random-weights-decays``: a network with no pre-trained layers has nothing for a layer-wise decay to
+  keep, and a decay slows its lower layers."""
   epochs = sorted({max(1.0, round(budget / size_count, 1)) for budget in args.grid_examples})
-  return selection.grid(args.grid_lrs, epochs, args.grid_decays)
+  decays = list(args.grid_decays)
+  if method == "none":
+    decays += [d for d in args.random_weights_decays if d not in decays]
+  return selection.grid(args.grid_lrs, epochs, decays)
 
 
 def config_factory(args, task: str, method: str, name: str):
@@ -223,7 +235,7 @@ def parse_extra_selection_seeds(p, text: str, selection_seed: int, selection_fla
 
 def select_unit_names(args, task, method, size, size_count):
   """(setting, seed, unit name) of every grid fine-tune of a cell."""
-  return [(s, seed, select_unit_name(task, method, size, s, tag)) for s in grid_for(args, size_count)
+  return [(s, seed, select_unit_name(task, method, size, s, tag)) for s in grid_for(args, size_count, method)
           for seed, tag in selection_seeds(args)]
 
 
@@ -235,7 +247,7 @@ def final_unit_name(task, method, size, setting, seed) -> str:
 def max_epochs(args, size_count: int) -> float:
   """The longest run an extension may add: ``--extend-examples`` examples seen (0: the grid's longest)."""
   if not args.extend_examples:
-    return max(s.epochs for s in grid_for(args, size_count))
+    return max(s.epochs for s in grid_for(args, size_count, "none"))
   return max(1.0, round(args.extend_examples / size_count, 1))
 
 
@@ -244,7 +256,7 @@ def chosen_setting(args, task, method, size, size_count, stages: dict):
   Each grid point scores the median of its selection seeds. While the best is the longest run at its LR and a
   longer one is allowed, the result is ``{"extend": setting, "name": unit name, "seed": its seed}``: that run
   comes first (``selection.extension``)."""
-  order = grid_for(args, size_count)
+  order = grid_for(args, size_count, method)
   seeds = selection_seeds(args)
   names = {s: [select_unit_name(task, method, size, s, tag) for _, tag in seeds] for s in order}
   if any(name not in stages for point in names.values() for name in point):
@@ -327,15 +339,26 @@ def check_pretrained(args):
                        f"model another name, or use a new --work-dir")
 
 
-def check_splits(args, cells):
-  """Units are named by task and size, not by the sentences they hold: a finished trial that recorded another
-  carving of its cell (another ``--split-seed`` or ``--validation-size``, or a version of ``splits`` that deals
-  otherwise) stops with one line. Trials that recorded none are not checked."""
-  current = {(task, count): subset_dirs(args, task, size)["fingerprint"] for task, size, count in cells}
-  for name, record in finished_trials(args):
+def check_splits(args):
+  """Units are named by task and size, not by the sentences they hold. Before any subset is written: a finished
+  unit that recorded another carving of its cell (another ``--split-seed``, ``--validation-size`` or source
+  file, or a version of ``splits`` that deals otherwise), or a work dir whose subset files were dealt otherwise
+  (units from before carvings were recorded), stops with one line."""
+  current = {}
+  for task in args.tasks:
+    lib_task, fmt, _, _ = TASKS[task]
+    for size in sizes_for(args, task):
+      dealt = splits.deal(task_source(args, task), lib_task, fmt, args.validation_size, size, args.split_seed)
+      current[(task, dealt["train"])] = dealt["fingerprint"]
+      on_disk = splits.written_fingerprint(subset_out(args, task, size), lib_task, fmt)
+      if on_disk not in (None, dealt["fingerprint"]):
+        raise SystemExit(f"error: {args.work_dir} holds {task} {size_name(size)} subsets dealt by another carving "
+                         f"(split {on_disk}, now {dealt['fingerprint']}); rerun with the split settings and code "
+                         f"it used, or use a new --work-dir")
+  for name, record in finished_trials(args, ("select_", "final_", "baseline_")):
     used, now = record.get("split"), current.get((record.get("task"), record.get("size")))
     if used is not None and now is not None and used != now:
-      raise SystemExit(f"error: {args.work_dir} holds fine-tunes on another carving of {record['task']} "
+      raise SystemExit(f"error: {args.work_dir} holds units on another carving of {record['task']} "
                        f"{record['size']} ({name}: split {used}, now {now}); rerun with the split settings it "
                        f"used, or use a new --work-dir")
 
@@ -348,9 +371,9 @@ def run(args, ready=None):
     return
   check_bucket_width(args)
   check_pretrained(args)
+  check_splits(args)
   now = lambda method: ready is None or method in ready
   cells = plan(args)
-  check_splits(args, cells)
   for task, size, _ in dealt(args, cells):
     unit(args, f"baseline_{task}_{size_name(size)}", baseline_unit, args, task, size)
   if args.until == "baselines":
@@ -396,6 +419,7 @@ def run(args, ready=None):
 
 def report(args):
   """Writes the summary, its Markdown and the plot from the finished units (pending ones are listed)."""
+  check_splits(args)
   summary = summarize(args, plan(args), load_stages(args))
   write_json(os.path.join(args.work_dir, "summary.json"), summary)
   with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
@@ -500,10 +524,11 @@ def plot_validation_curves(summary, path):
   and decay (the selection's curve, extensions included), so where each choice stops rising shows."""
   series = []
   for r in summary["rows"]:
+    curves = {m: v for m, v in r["methods"].items() if v.get("curve")}
     lines = [(f"{label(m)} ({v['chosen']['epochs']:g} ep)", [tuple(point) for point in v["curve"]])
-             for m, v in r["methods"].items() if v.get("curve")]
-    families = [parse_model_name(m)[0] for m in r["methods"]]
-    colors = ({name: color(m) for (name, _), m in zip(lines, r["methods"])}
+             for m, v in curves.items()]
+    families = [parse_model_name(m)[0] for m in curves]
+    colors = ({name: color(m) for (name, _), m in zip(lines, curves)}
               if len(set(families)) == len(families) else {})  # several models of a family: distinct colours
     if lines:
       series.append((f"{r['task']}, {r['size']} labels: validation against epochs", "%", lines,
@@ -521,8 +546,9 @@ def parse_args(argv=None):
   p.add_argument("--pos-dir", default=os.path.join(os.environ.get("ELECTRA_TEST_DATA", os.path.join(
       REPO, "..", "shared", "data")), "tagging", "oanc_pos"))
   p.add_argument("--pretrained", action="append", default=[], help="NAME=MODEL_DIR (electra, mlm)")
-  p.add_argument("--tasks", default="sst,pos", help="tasks of the baselines: sst, pos, imdb (IMDB review polarity, "
-                                                     "3,000 / 500 reviews: a task the protocol was not tuned on)")
+  p.add_argument("--tasks", default="sst,pos",
+                 help="tasks of the baselines: sst, pos, imdb (IMDB review polarity, 3,000 / 500 reviews: a task the "
+                      "protocol was not tuned on; the review texts are in the sample pre-training corpus)")
   p.add_argument("--neural-tasks", default="sst", help="tasks the neural models are fine-tuned on")
   p.add_argument("--sizes", default="250,500,1000,2000,all")
   p.add_argument("--pos-sizes", default="", help="the POS cells' sizes (empty: --sizes)")
@@ -533,6 +559,9 @@ def parse_args(argv=None):
   p.add_argument("--grid-lrs", default="3e-4,1e-3")
   p.add_argument("--grid-examples", default="5000,10000,20000", help="training budgets (examples seen)")
   p.add_argument("--grid-decays", default="", help="layer-wise LR decays (empty: the preset's 0.8)")
+  p.add_argument("--random-weights-decays", default="1",
+                 help="decays random weights try besides --grid-decays (1: none; empty: the same grid as the "
+                      "pre-trained models)")
   p.add_argument("--extend-examples", type=int, default=80000,
                  help="when the best grid point is the longest run at its LR, run twice the epochs, again while "
                       "the longer run wins, up to this many examples seen (0: the grid alone)")
@@ -554,6 +583,7 @@ def parse_args(argv=None):
   args.grid_lrs = [float(x) for x in args.grid_lrs.split(",")]
   args.grid_examples = [int(x) for x in args.grid_examples.split(",")]
   args.grid_decays = [float(x) for x in args.grid_decays.split(",")] if args.grid_decays else [None]
+  args.random_weights_decays = [float(x) for x in args.random_weights_decays.split(",") if x.strip()]
   args.shard_index, args.shard_count = (int(x) for x in args.shard.split("/"))
   args.pretrained = dict(item.split("=", 1) for item in args.pretrained)
   args.model_overrides_ft = {}

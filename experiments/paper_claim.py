@@ -21,7 +21,7 @@ stops after a stage. Stages:
   2. sweep     per method, the same rule: peak LR in ``--sweep-lrs`` at a short length (ELECTRA
                ``--sweep-steps``, MLM the FLOP-equal count), warmup and bias correction from the tiny
                preset's short-run recipe; each point fine-tuned on sst (seed ``--sweep-seed``, not one of the
-               main seeds, and each of ``--extra-selection-seeds``; ``--sweep-ft-epochs`` at peak LR 3e-4)
+               main seeds, and each of ``--extra-selection-seeds``; ``--sweep-ft-epochs`` at the preset's LR)
                and scored on the validation split carved from sst's training data, never on dev; the best (the
                median over the seeds) picks the method's LR (ties: the lower LR).
   3. pretrain  for every length in ``--steps``: ELECTRA for that many steps and MLM for the steps of equal
@@ -31,8 +31,9 @@ stops after a stage. Stages:
   4. finetune  ``experiments/label_efficiency.py``'s protocol on every pre-trained model (named
                ``electra_s<steps>``, ``mlm_s<steps>``) and on random weights (``none``, shared by all lengths):
                baselines (majority, TF-IDF + LR, most-frequent tag) on the same subsets; per model, task and
-               size its own setting from the grid (``--grid-lrs`` x ``--grid-examples``, extended while the
-               longest run wins, up to ``--extend-examples``), chosen on the validation split (one fine-tune
+               size its own setting from the grid (``--grid-lrs`` x ``--grid-examples``, random weights also
+               x ``--random-weights-decays``, extended while the longest run wins, up to
+               ``--extend-examples``), chosen on the validation split (one fine-tune
                per grid point, seed ``--sweep-seed``; the median of more with ``--extra-selection-seeds``); then seeds
                ``--first-seed`` .. + ``--seeds`` scored on dev once each. Sizes: ``--sst-sizes``, ``--pos-sizes``.
   5. summary   per task, size and length: medians, ranges, exact two-sided Mann-Whitney U of every pair, the
@@ -80,7 +81,6 @@ PRETRAINED = ("electra", "mlm")
 TASKS = ("sst", "pos")  # label_efficiency.TASKS: sst accuracy, POS span F1 (per-word accuracy)
 # "Left the unigram stage": held-out masked-LM accuracy at least this multiple of the unigram baseline.
 LEFT_UNIGRAM = 2.0
-SWEEP_FT_LR = 3e-4  # the sweep's fine-tunes: one fixed setting for every point (with --sweep-ft-epochs)
 HELDOUT_KEYS = ("masked_lm_accuracy", "masked_lm_loss", "disc_auc", "disc_auc_real", "disc_recall",
                 "disc_precision", "disc_accuracy", "disc_loss")
 
@@ -316,6 +316,7 @@ def finetuning_args(args, pretrained: dict):
                       "--validation-size", str(args.validation_size), "--split-seed", str(args.split_seed),
                       "--pos-bucket-width", str(args.pos_bucket_width),
                       "--grid-lrs", args.grid_lrs, "--grid-examples", args.grid_examples,
+                      "--random-weights-decays", args.random_weights_decays,
                       "--extend-examples", str(args.extend_examples), "--selection-seed", str(args.sweep_seed),
                       "--extra-selection-seeds", args.extra_selection_seeds,
                       "--seeds", str(args.seeds), "--first-seed", str(args.first_seed),
@@ -326,7 +327,7 @@ def finetuning_args(args, pretrained: dict):
 
 
 def sweep_setting(args) -> selection.Setting:
-  return selection.Setting(SWEEP_FT_LR, args.sweep_ft_epochs)
+  return selection.Setting(presets.TINY_FINETUNING_LR, args.sweep_ft_epochs)
 
 
 def sweep_finetune(args, name: str, model_dir: str, seed: int) -> dict:
@@ -650,6 +651,8 @@ def parse_args(argv=None):
   p.add_argument("--split-seed", type=int, default=0)
   p.add_argument("--grid-lrs", default="3e-4,1e-3")
   p.add_argument("--grid-examples", default="5000,10000,20000", help="fine-tuning budgets (examples seen)")
+  p.add_argument("--random-weights-decays", default="1",
+                 help="layer-wise decays random weights try besides the preset's 0.8 (1: none; empty: 0.8 only)")
   p.add_argument("--extend-examples", type=int, default=80000)
   p.add_argument("--extra-selection-seeds", default="",
                  help="more fine-tunes per sweep point and grid point with these seeds (e.g. 6,7); the median "

@@ -68,7 +68,6 @@ STAGE_B_WARMUPS = (0.3, 0.5)
 BASELINE_SEEDS = (0, 1, 2)
 FINETUNE_SEED = 0
 FINETUNE_EPOCHS = 2.0  # the sample fine-tuning of the measured table (the main job now uses 1 epoch)
-FINETUNE_LR = 3e-4  # the tiny preset's fine-tuning LR when the table was measured
 HELDOUT_KEYS = ("disc_auc", "disc_auc_real", "disc_recall", "disc_precision", "disc_accuracy",
                 "masked_lm_accuracy", "disc_loss", "masked_lm_loss")
 COLLAPSE_RECALL, COLLAPSE_AUC_REAL = 0.05, 0.6
@@ -191,8 +190,7 @@ def finetune(data_dir: str, name: str, init_checkpoint=None, seed: int = FINETUN
   """One sst trial; ``init_checkpoint`` None = the pre-trained ``models/<name>``, "none" = random weights."""
   vocab_size = sample_data.vocab_size_of(os.path.join(data_dir, "vocab.txt"))
   overrides = {"init_checkpoint": init_checkpoint} if init_checkpoint else {}
-  hparams = {**presets.sample_finetuning_hparams(vocab_size), "num_train_epochs": FINETUNE_EPOCHS,
-             "learning_rate": FINETUNE_LR}
+  hparams = {**presets.sample_finetuning_hparams(vocab_size), "num_train_epochs": FINETUNE_EPOCHS}
   cfg = FinetuningConfig.create(name, data_dir, **hparams, **overrides, seed=seed, num_trials=1)
   start = time.time()
   results = run_every_trial(cfg, name, trainers=TRAINERS)

@@ -95,10 +95,12 @@ def test_paper_claim_quick(tmp_path, data_dir, capsys):
   assert len(ran) == len(set(ran)), sorted(ran)
   kinds = {prefix: sum(r.startswith(prefix) for r in ran) for prefix in
            ("data", "pretrain_sweep_", "validation_sst_sweep_", "pretrain_pt_", "baseline_", "select_", "final_")}
-  # the quick grid: one point on sst (160 sentences), two on POS (80); 2 lengths x 2 methods + random weights.
-  # The 6-step length is the sweep's length, so its runs at the chosen LRs are the sweep's: 2 new pre-trainings
+  # the quick grid: one point on sst (160 sentences), two on POS (80); 2 lengths x 2 methods + random weights,
+  # which get each point twice (with the preset's decay and without). The 6-step length is the sweep's length,
+  # so its runs at the chosen LRs are the sweep's: 2 new pre-trainings
   assert kinds == {"data": 1, "pretrain_sweep_": 4, "validation_sst_sweep_": 4, "pretrain_pt_": 2, "baseline_": 2,
-                   "select_": 5 * 1 + 5 * 2, "final_": 2 * 5 * 2} and len(ran) == sum(kinds.values()), sorted(ran)
+                   "select_": 4 * 1 + 4 * 2 + 2 * (1 + 2), "final_": 2 * 5 * 2} and len(ran) == sum(kinds.values()), \
+      sorted(ran)
   assert all(out.count("] run: ") >= 10 for out, _ in outputs)  # dealt out, not all taken by one
   assert "summary: " in outputs[0][0] and "summary: " not in outputs[1][0]  # shard 0 writes it
   summary = json.loads((work / "summary.json").read_text())
@@ -324,15 +326,19 @@ def test_label_efficiency_quick(tmp_path, data_dir):
     assert len(none["dev"]) == 2 and none["median"] == statistics.median(none["dev"])
     assert row["tests"]["none_seeds_above_tfidf"] == sum(v > row["baselines"]["tfidf"] for v in none["dev"])
   from electra_tf.finetuning import splits  # pylint: disable=import-outside-toplevel
-  carvings = {("sst", 50): splits.write_subset(str(work / "data" / "finetuning_data" / "sst"), "sst",
-                                               str(tmp_path / "sub"), "tsv", 100, 50, 0)["fingerprint"]}
+  sources = {"sst": (str(work / "data" / "finetuning_data" / "sst"), "sst", "tsv"),
+             "pos": (str(data_dir / "tagging" / "oanc_pos"), "chunk", "conll")}
+  carvings = {}
+  for task, size in (("sst", 50), ("sst", None), ("pos", 50), ("pos", None)):
+    dealt = splits.deal(*sources[task], 100, size, 0)
+    carvings[(task, dealt["train"])] = dealt["fingerprint"]
   for name in os.listdir(work / "stages"):  # grid points read the validation split, final seeds dev
     record = json.loads((work / "stages" / name).read_text())
     if name.startswith(("select_", "final_")):
       assert record["on"] == ("validation" if name.startswith("select_") else "dev")
       assert record["seed"] in ((0,) if name.startswith("select_") else (1, 2))
-      assert len(record["split"]) == 12
-      assert record["split"] == carvings.get((record["task"], record["size"]), record["split"])
+    if name.startswith(("select_", "final_", "baseline_")):
+      assert record["split"] == carvings[(record["task"], record["size"])], name
   assert rows[("pos", 17900)]["baselines"]["unknown_word_tags"] == {"number": "CD", "capitalised": "NNP",
                                                                      "other": "NN"}
   _assert_drawn(work / "plots" / "label_efficiency.png")
@@ -345,8 +351,13 @@ def test_label_efficiency_quick(tmp_path, data_dir):
   unit.write_text(json.dumps({**record, "split": "0123456789ab"}))
   stale = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
   assert stale.returncode != 0 and "] run: " not in stale.stdout
-  assert (f"holds fine-tunes on another carving of sst 50 ({unit.name}: split 0123456789ab, now "
+  assert (f"holds units on another carving of sst 50 ({unit.name}: split 0123456789ab, now "
           f"{record['split']}); rerun with the split settings it used, or use a new --work-dir") in stale.stderr
+  unit.write_text(json.dumps(record))  # subset files from another carving (units that recorded none) stop too
+  train = work / "subsets" / "sst_50" / "validation" / "sst" / "train.tsv"
+  train.write_text(train.read_text().replace("\t1\n", "\t0\n", 1))
+  stale = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+  assert stale.returncode != 0 and "holds sst 50 subsets dealt by another carving" in stale.stderr
 
 
 def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
@@ -355,7 +366,8 @@ def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
   chosen setting, so a changed choice never reuses another setting's dev scores."""
   le = _load_experiment("label_efficiency")
   from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
-  args = le.parse_args(["--data-dir", "unused", "--grid-examples", "5000,10000", "--extend-examples", "40000"])
+  args = le.parse_args(["--data-dir", "unused", "--grid-examples", "5000,10000", "--extend-examples", "40000",
+                        "--random-weights-decays", ""])
   name = lambda lr, ep: le.select_unit_name("sst", "none", 500, Setting(lr, ep))
   stages = {name(lr, ep): {"value": v} for (lr, ep), v in {(3e-4, 10): 60.0, (3e-4, 20): 62.0, (1e-3, 10): 61.0,
                                                            (1e-3, 20): 61.5}.items()}
@@ -373,6 +385,29 @@ def test_label_efficiency_extends_a_grid_top_choice_until_the_curve_turns():
   assert chosen()["chosen"] == Setting(3e-4, 80) and chosen()["converged"] is None
   args.extend_examples = 0  # the grid alone
   assert chosen()["chosen"] == Setting(3e-4, 20) and chosen()["converged"] is None
+
+
+def test_random_weights_also_try_no_layerwise_decay():
+  """Random weights get the grid twice, with the preset's decay 0.8 and without one (``_lwd1``); pre-trained
+  models keep 0.8; the better validation score chooses, and the chosen decay reaches the fine-tuning config."""
+  le = _load_experiment("label_efficiency")
+  from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
+  args = le.parse_args(["--data-dir", "unused", "--grid-examples", "5000,10000", "--extend-examples", "0"])
+  assert [s.key() for s in le.grid_for(args, 500, "none")] == [
+      "lr3e-4_ep10", "lr3e-4_ep20", "lr3e-4_ep10_lwd1", "lr3e-4_ep20_lwd1",
+      "lr1e-3_ep10", "lr1e-3_ep20", "lr1e-3_ep10_lwd1", "lr1e-3_ep20_lwd1"]
+  assert [s.key() for s in le.grid_for(args, 500, "electra_s1200")] == [
+      "lr3e-4_ep10", "lr3e-4_ep20", "lr1e-3_ep10", "lr1e-3_ep20"]
+  scores = dict(zip(le.grid_for(args, 500, "none"), [60.0, 62.0, 63.0, 62.5, 61.0, 61.0, 50.0, 50.0]))
+  stages = {le.select_unit_name("sst", "none", 500, s): {"value": v} for s, v in scores.items()}
+  result = le.chosen_setting(args, "sst", "none", 500, 500, stages)
+  assert result["chosen"] == Setting(3e-4, 10, 1.0) and result["curve"] == [(10, 63.0), (20, 62.5)]
+  assert result["converged"] is True and result["chosen"].hparams()["layerwise_lr_decay"] == 1.0
+  stages[le.select_unit_name("sst", "none", 500, Setting(3e-4, 20))] = {"value": 63.0}  # a tie: decay 0.8 first
+  assert le.chosen_setting(args, "sst", "none", 500, 500, stages)["chosen"] == Setting(3e-4, 20)
+  from electra_tf.configs import FinetuningConfig  # pylint: disable=import-outside-toplevel
+  cfg = FinetuningConfig.create("m", "/d", model_size="tiny", task_names=["sst"], **result["chosen"].hparams())
+  assert (cfg.layerwise_lr_decay, cfg.learning_rate, cfg.num_train_epochs) == (1.0, 3e-4, 10.0)
 
 
 def test_label_efficiency_chooses_by_the_median_of_several_selection_seeds(capsys):

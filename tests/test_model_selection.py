@@ -2,6 +2,7 @@
 tie-breaking and convergence rule, and a real fine-tuning selection that never reads dev."""
 
 import collections
+import json
 
 import pytest
 
@@ -129,13 +130,29 @@ def test_sentence_pair_tasks_are_carved_and_scored_by_tfidf_with_c_chosen_on_val
   pairs = [(int(i), int(j)) for i, j in zip(rng.randint(0, 3000, 700), rng.randint(0, 3000, 700))]
   labels = {"mrpc": ("0", "1"), "mnli": ("contradiction", "entailment")}[task_name]
   lines = [row(k, labels[polarity[i] == polarity[j]], sentences[i], sentences[j]) for k, (i, j) in enumerate(pairs)]
-  train_lines, dev_lines = lines[:600] + [lines[5]], lines[600:] + [lines[7]]  # a repeated pair, a pair in dev
+  # a repeated pair (5 and 600), a pair also in dev (7), a pair that shares only its first sentence with a
+  # training pair (601), and 602: pair 9 swapped, one text for MRPC, whose reader also trains on swapped pairs
+  i5, i9, j9 = pairs[5][0], *pairs[9]
+  extra = [lines[5], row(601, labels[0], sentences[i5], "another second sentence"),
+           row(602, labels[0], sentences[j9], sentences[i9])]
+  train_lines, dev_lines = lines[:600] + extra, lines[600:] + [lines[7]]
   src = tmp_path / "src"
   src.mkdir()
   (src / "train.tsv").write_text(header + "\n" + "\n".join(train_lines) + "\n")
   (src / f"{dev_stem}.tsv").write_text(header + "\n" + "\n".join(dev_lines) + "\n")
+  layout = splits.tsv_layout(task_name)
+  units = splits.read_units(str(src / "train.tsv"), "tsv", layout.header, layout.text_columns, layout.unordered)
+  pair_text = lambda a, b: "\t".join(sorted([a, b]) if task_name == "mrpc" else [a, b])
+  assert units.texts[601] == pair_text(sentences[i5], "another second sentence")  # both sentences, not one
+  assert (units.texts[602] == units.texts[9]) == (task_name == "mrpc")
+  excluded = {5, 600, 7} | ({9, 602} if task_name == "mrpc" else set())
+  ever = set()
+  for seed in range(1, 40):
+    out = splits.write_subset(str(src), task_name, str(tmp_path / "o"), "tsv", 150, 300, seed=seed)
+    assert not excluded & set(out["validation_indexes"])
+    ever |= set(out["validation_indexes"])
+  assert 601 in ever  # sharing one sentence is no repeat
   out = splits.write_subset(str(src), task_name, str(tmp_path / "o"), "tsv", 150, 300, seed=1)
-  assert not {5, 600, 7} & set(out["validation_indexes"])
   data = {}
   for split, root in (("train", out["validation_root"]), ("validation", out["validation_root"]),
                       ("dev", out["dev_root"])):
@@ -267,5 +284,10 @@ def test_the_imdb_task_is_a_seeded_draw_of_the_packages_labelled_reviews(tmp_pat
   assert 0.4 < sum(label == "1" for _, label in rows["dev"]) / 500 < 0.6
   again = sample_data.write_imdb_task(tmp_path / "again")
   assert (again / "train.tsv").read_bytes() == (out / "train.tsv").read_bytes()
+  first = (out / "train.tsv").read_bytes()
+  other = sample_data.write_imdb_task(tmp_path / "imdb" / "sst", seed=1)  # another draw replaces the files
+  assert other == out and (out / "train.tsv").read_bytes() != first
+  assert json.loads((out / "task.json").read_text())["seed"] == 1
+  sample_data.write_imdb_task(tmp_path / "imdb" / "sst")
   cfg = FinetuningConfig.create("m", str(tmp_path), task_names=["sst"], raw_data_dir=str(tmp_path / "imdb"))
   assert len(get_task(cfg, "sst", None).get_examples("dev")) == 500

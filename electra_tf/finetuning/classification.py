@@ -53,8 +53,13 @@ class GlueTask(Task):
   def is_test(cls, split: str) -> bool:
     return "test" in split or "diagnostic" in split
 
+  @classmethod
+  def file_stem(cls, split: str) -> str:
+    """The split's file name without ``.tsv`` (MNLI's dev is ``dev_matched``)."""
+    return cls.file_names.get(split, split)
+
   def split_path(self, split: str) -> str:
-    return f"{self.data_dir}/{self.file_names.get(split, split)}.tsv"
+    return f"{self.data_dir}/{self.file_stem(split)}.tsv"
 
   def get_examples(self, split: str) -> typing.List[InputExample]:
     if self.source is not None:

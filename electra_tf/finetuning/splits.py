@@ -25,7 +25,7 @@ import typing
 
 from electra_tf import fileio
 from electra_tf.errors import HParamError
-from electra_tf.finetuning import classification
+from electra_tf.finetuning import tasks
 from electra_tf.finetuning.base import DataError
 
 FORMATS = {"tsv": ".tsv", "conll": ".txt"}
@@ -41,31 +41,31 @@ class Units(typing.NamedTuple):
 
 class TsvLayout(typing.NamedTuple):
   """Where a TSV task's sentences are: ``text_columns`` (indexes, negative from the end), ``header`` (the first
-  line is a header) and the file stems of its ``train`` and ``dev`` splits."""
+  line is a header), ``unordered`` (the reader also trains on each pair swapped: (a, b) and (b, a) are one
+  text) and the file stems of its ``train`` and ``dev`` splits."""
   text_columns: typing.Tuple[int, ...]
   header: bool
+  unordered: bool
   train_file: str
   dev_file: str
-
-
-GLUE_CLASSES = {cls.name: cls for cls in vars(classification).values()
-                if isinstance(cls, type) and issubclass(cls, classification.GlueTask) and cls.name}
 
 
 def tsv_layout(task_name: str) -> TsvLayout:
   """The layout the task's reader expects (``GlueTask.columns`` of its train split); a task without a GLUE
   reader: the first column, a header line, ``train`` and ``dev``."""
-  cls = GLUE_CLASSES.get(task_name)
+  cls = tasks.TASKS.get(task_name) if task_name in tasks.GLUE_TASKS else None
   if cls is None:
-    return TsvLayout((0,), True, "train", "dev")
+    return TsvLayout((0,), True, False, "train", "dev")
   cols = cls.columns("train")
   texts = tuple(c for c in (cols.text_a, cols.text_b) if c is not None)
-  return TsvLayout(texts, cols.header, cls.file_names.get("train", "train"), cls.file_names.get("dev", "dev"))
+  return TsvLayout(texts, cols.header, cls.double_unordered, cls.file_stem("train"), cls.file_stem("dev"))
 
 
-def read_units(path: str, fmt: str, header: bool = True, text_columns: typing.Sequence[int] = (0,)) -> Units:
+def read_units(path: str, fmt: str, header: bool = True, text_columns: typing.Sequence[int] = (0,),
+               unordered: bool = False) -> Units:
   """The units of a task file: TSV rows (``header``: the first line is a header; ``text_columns``: the columns
-  whose values, tab-joined, are a row's text) or CoNLL sentences."""
+  whose values, tab-joined, are a row's text, in sorted order if ``unordered``: a pair task that also trains
+  on each pair swapped) or CoNLL sentences."""
   if fmt not in FORMATS:
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
   if not fileio.isfile(path):
@@ -83,7 +83,8 @@ def read_units(path: str, fmt: str, header: bool = True, text_columns: typing.Se
       if any(c >= len(cells) or -c > len(cells) for c in text_columns):
         raise DataError(path, number, f"{len(cells)} columns, but the task's sentences are in column(s) "
                         f"{list(text_columns)}")
-      texts.append("\t".join(cells[c] for c in text_columns))
+      values = [cells[c] for c in text_columns]
+      texts.append("\t".join(sorted(values) if unordered else values))
     return Units(head, rows, texts)
   blocks = [b.strip("\n") for b in text.replace("\r\n", "\n").split("\n\n")]
   blocks = [b for b in blocks if b.strip() and not b.startswith("-DOCSTART-")]
@@ -124,15 +125,17 @@ def subset(carving: Carving, size: typing.Optional[int]) -> typing.List[int]:
   return list(carving.pool if size is None else carving.pool[:size])
 
 
-def _write(path: str, units: Units, indexes: typing.Sequence[int], fmt: str):
-  """Writes the units; a file that already holds these bytes is left alone, and a new one appears whole (a
-  temporary file renamed over it), so processes sharing a work dir never read a file half-written."""
-  fileio.makedirs(os.path.dirname(path))
+def _body(units: Units, indexes: typing.Sequence[int], fmt: str) -> str:
   parts = [units.units[i] for i in indexes]
   if fmt == "tsv":
-    body = "".join(line + "\n" for line in ([units.header] if units.header else []) + parts)
-  else:
-    body = "".join(block + "\n\n" for block in parts)
+    return "".join(line + "\n" for line in ([units.header] if units.header else []) + parts)
+  return "".join(block + "\n\n" for block in parts)
+
+
+def _write(path: str, body: str):
+  """Writes ``body``; a file that already holds it is left alone, and a new one appears whole (a temporary file
+  renamed over it), so processes sharing a work dir never read a file half-written."""
+  fileio.makedirs(os.path.dirname(path))
   if fileio.isfile(path) and fileio.read_text(path) == body:
     return
   tmp = f"{path}.tmp{os.getpid()}"
@@ -141,30 +144,48 @@ def _write(path: str, units: Units, indexes: typing.Sequence[int], fmt: str):
   fileio.rename(tmp, path)
 
 
+def fingerprint(train_body: str, validation_body: str) -> str:
+  """12 hex digits of the bytes a subset trains and validates on: runs that record it can tell a subset dealt
+  otherwise (another seed, size, source file or version of these rules) from theirs."""
+  return hashlib.sha256(json.dumps([train_body, validation_body]).encode()).hexdigest()[:12]
+
+
+def deal(task_dir: str, task_name: str, fmt: str, validation_size: int, size: typing.Optional[int],
+         seed: int) -> dict:
+  """What ``write_subset`` writes, without writing it: the counts, the unit indexes, ``files`` ({(root, file
+  name): text}) and the ``fingerprint``."""
+  ext = FORMATS[fmt]
+  layout = tsv_layout(task_name) if fmt == "tsv" else TsvLayout((0,), False, False, "train", "dev")
+  stems = {"train": layout.train_file + ext, "dev": layout.dev_file + ext}
+  train, dev = (read_units(os.path.join(task_dir, stems[split]), fmt, layout.header, layout.text_columns,
+                           layout.unordered) for split in ("train", "dev"))
+  carving = carve(train, validation_size, seed, dev)
+  chosen = subset(carving, size)
+  bodies = {"train": _body(train, chosen, fmt), "validation": _body(train, carving.validation, fmt),
+            "dev": _body(dev, range(len(dev.units)), fmt)}
+  files = {("validation", stems["train"]): bodies["train"], ("validation", stems["dev"]): bodies["validation"],
+           ("dev", stems["train"]): bodies["train"], ("dev", stems["dev"]): bodies["dev"]}
+  return {"train": len(chosen), "validation": len(carving.validation), "dev": len(dev.units),
+          "pool": len(carving.pool), "seed": seed, "train_indexes": chosen, "validation_indexes": carving.validation,
+          "files": files, "fingerprint": fingerprint(bodies["train"], bodies["validation"])}
+
+
+def written_fingerprint(out: str, task_name: str, fmt: str) -> typing.Optional[str]:
+  """The fingerprint of the subset ``write_subset`` left under ``out`` (None when there is none)."""
+  ext = FORMATS[fmt]
+  layout = tsv_layout(task_name) if fmt == "tsv" else TsvLayout((0,), False, False, "train", "dev")
+  paths = [os.path.join(out, "validation", task_name, stem + ext) for stem in (layout.train_file, layout.dev_file)]
+  if not all(fileio.isfile(path) for path in paths):
+    return None
+  return fingerprint(*(fileio.read_text(path) for path in paths))
+
+
 def write_subset(task_dir: str, task_name: str, out: str, fmt: str, validation_size: int,
                  size: typing.Optional[int], seed: int) -> dict:
   """Writes ``<out>/validation/<task_name>/`` and ``<out>/dev/<task_name>/`` (module docstring) from the task's
   ``train`` and ``dev`` files in ``task_dir`` (a GLUE task's own file names, header and sentence columns:
-  ``tsv_layout``); returns the counts and the unit indexes used."""
-  ext = FORMATS[fmt]
-  layout = tsv_layout(task_name) if fmt == "tsv" else TsvLayout((0,), False, "train", "dev")
-  stems = {"train": layout.train_file, "dev": layout.dev_file}
-  train, dev = (read_units(os.path.join(task_dir, stems[split] + ext), fmt, layout.header, layout.text_columns)
-                for split in ("train", "dev"))
-  carving = carve(train, validation_size, seed, dev)
-  chosen = subset(carving, size)
-  for root, eval_units, eval_indexes in (("validation", train, carving.validation),
-                                         ("dev", dev, range(len(dev.units)))):
-    _write(os.path.join(out, root, task_name, stems["train"] + ext), train, chosen, fmt)
-    _write(os.path.join(out, root, task_name, stems["dev"] + ext), eval_units, eval_indexes, fmt)
-  return {"train": len(chosen), "validation": len(carving.validation), "dev": len(dev.units),
-          "pool": len(carving.pool), "seed": seed, "train_indexes": chosen, "validation_indexes": carving.validation,
-          "fingerprint": fingerprint(chosen, carving.validation),
-          "validation_root": os.path.join(out, "validation"), "dev_root": os.path.join(out, "dev")}
-
-
-def fingerprint(train_indexes: typing.Sequence[int], validation_indexes: typing.Sequence[int]) -> str:
-  """12 hex digits naming which training units a subset trains on and which it validates on: runs that record
-  it can tell a subset dealt by another carving (another seed, size or version of these rules) from theirs."""
-  text = json.dumps([list(train_indexes), list(validation_indexes)])
-  return hashlib.sha256(text.encode()).hexdigest()[:12]
+  ``tsv_layout``); returns ``deal``'s counts, indexes and fingerprint, and the two roots."""
+  dealt = deal(task_dir, task_name, fmt, validation_size, size, seed)
+  for (root, name), body in dealt.pop("files").items():
+    _write(os.path.join(out, root, task_name, name), body)
+  return {**dealt, "validation_root": os.path.join(out, "validation"), "dev_root": os.path.join(out, "dev")}
