@@ -40,6 +40,7 @@ stage; ``--report`` runs nothing and writes the summary of what has finished so 
 """
 
 import argparse
+import itertools
 import os
 import re
 import statistics
@@ -453,9 +454,8 @@ def summarize(args, cells, stages) -> dict:
                                    if values else {})}
     tests = {}
     full = {m: v["dev"] for m, v in row["methods"].items() if len(v["dev"]) == args.seeds and args.seeds > 1}
-    for a, b in (("electra", "mlm"), ("electra", "none"), ("mlm", "none")):
-      if a in full and b in full:
-        tests[f"{a}_vs_{b}"] = seed_comparison.mann_whitney(full[a], full[b])
+    for a, b in itertools.combinations(full, 2):  # every pair of models with all their seeds scored
+      tests[f"{a}_vs_{b}"] = seed_comparison.mann_whitney(full[a], full[b])
     classical = (base or {}).get("tfidf")
     if classical is not None:
       for m, v in full.items():
@@ -525,7 +525,9 @@ def plot_validation_curves(summary, path):
   series = []
   for r in summary["rows"]:
     curves = {m: v for m, v in r["methods"].items() if v.get("curve")}
-    lines = [(f"{label(m)} ({v['chosen']['epochs']:g} ep)", [tuple(point) for point in v["curve"]])
+    decay = lambda chosen: "" if chosen.get("layerwise_lr_decay") is None else \
+        f", decay {chosen['layerwise_lr_decay']:g}"
+    lines = [(f"{label(m)} ({v['chosen']['epochs']:g} ep{decay(v['chosen'])})", [tuple(p) for p in v["curve"]])
              for m, v in curves.items()]
     families = [parse_model_name(m)[0] for m in curves]
     colors = ({name: color(m) for (name, _), m in zip(lines, curves)}
