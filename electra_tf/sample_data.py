@@ -52,16 +52,20 @@ def _reviews_csv() -> pathlib.Path:
   return path
 
 
-def read_reviews():
-  """-> (imdb texts, rotten-tomatoes (sentence, label) pairs) in the package's order."""
-  imdb, rt = [], []
+def _rows_by_source() -> dict:
+  """The package's rows (``text``, ``label``, ``source``) grouped by source, each group in the package's order."""
+  rows = {}
   with open(_reviews_csv(), encoding="utf-8", newline="") as f:
     for row in csv.DictReader(f):
-      if row["source"] == "imdb":
-        imdb.append(row["text"])
-      elif row["source"] == "rotten_tomatoes":
-        rt.append((row["text"].strip(), int(row["label"])))
-  return imdb, rt
+      rows.setdefault(row["source"], []).append(row)
+  return rows
+
+
+def read_reviews():
+  """-> (imdb texts, rotten-tomatoes (sentence, label) pairs) in the package's order."""
+  rows = _rows_by_source()
+  return ([row["text"] for row in rows.get("imdb", [])],
+          [(row["text"].strip(), int(row["label"])) for row in rows.get("rotten_tomatoes", [])])
 
 
 def review_to_paragraphs(text: str) -> str:
@@ -85,10 +89,8 @@ def write_imdb_task(out_dir, n_train: int = IMDB_TASK_TRAIN, n_dev: int = IMDB_T
   if (out / "task.json").exists() and json.loads((out / "task.json").read_text()) == draw:
     return out
   labels = {}  # a review the package repeats counts once; one it gives both labels is left out
-  with open(_reviews_csv(), encoding="utf-8", newline="") as f:
-    for row in csv.DictReader(f):
-      if row["source"] == "imdb":
-        labels.setdefault(" ".join(review_to_paragraphs(row["text"]).split()), set()).add(row["label"])
+  for row in _rows_by_source().get("imdb", []):
+    labels.setdefault(" ".join(review_to_paragraphs(row["text"]).split()), set()).add(row["label"])
   reviews = [(text, next(iter(seen))) for text, seen in labels.items() if len(seen) == 1]
   order = list(range(len(reviews)))
   random.Random(seed).shuffle(order)

@@ -163,11 +163,14 @@ def grid_for(args, size_count: int, method: str):
   """The grid at a subset of ``size_count`` examples: epochs = budget / size (at least 1). Random weights also
   try ``--random-weights-decays``: a network with no pre-trained layers has nothing for a layer-wise decay to
   keep, and a decay slows its lower layers."""
-  epochs = sorted({max(1.0, round(budget / size_count, 1)) for budget in args.grid_examples})
   decays = list(args.grid_decays)
   if method == "none":
     decays += [d for d in args.random_weights_decays if d not in decays]
-  return selection.grid(args.grid_lrs, epochs, decays)
+  return selection.grid(args.grid_lrs, grid_epochs(args, size_count), decays)
+
+
+def grid_epochs(args, size_count: int) -> list:
+  return sorted({max(1.0, round(budget / size_count, 1)) for budget in args.grid_examples})
 
 
 def config_factory(args, task: str, method: str, name: str):
@@ -248,7 +251,7 @@ def final_unit_name(task, method, size, setting, seed) -> str:
 def max_epochs(args, size_count: int) -> float:
   """The longest run an extension may add: ``--extend-examples`` examples seen (0: the grid's longest)."""
   if not args.extend_examples:
-    return max(s.epochs for s in grid_for(args, size_count, "none"))
+    return max(grid_epochs(args, size_count))
   return max(1.0, round(args.extend_examples / size_count, 1))
 
 
@@ -287,12 +290,15 @@ def sizes_for(args, task: str):
 
 
 def plan(args):
-  """(task, size, subset size) for every cell; the subset files are written here, once."""
-  cells = []
-  for task in args.tasks:
-    for size in sizes_for(args, task):
-      cells.append((task, size, subset_dirs(args, task, size)["train"]))
-  return cells
+  """(task, size, subset size) for every cell. Each cell's subset is dealt, every cell checked against the work
+  dir (``check_splits``), and only then written, once."""
+  dealt = {(task, size): splits.deal(task_source(args, task), TASKS[task][0], TASKS[task][1], args.validation_size,
+                                     size, args.split_seed)
+           for task in args.tasks for size in sizes_for(args, task)}
+  check_splits(args, dealt)
+  for (task, size), cell in dealt.items():
+    splits.write_dealt(cell, subset_out(args, task, size), TASKS[task][0])
+  return [(task, size, cell["train"]) for (task, size), cell in dealt.items()]
 
 
 def dealt(args, items):
@@ -310,8 +316,8 @@ def methods(args):
 
 
 def finished_trials(args, prefixes=("select_", "final_")):
-  """(file name, record) of every finished fine-tuning trial in the work dir whose name starts with one of
-  ``prefixes``, in name order."""
+  """(file name, record) of every finished unit in the work dir whose name starts with one of ``prefixes``
+  (by default the fine-tuning trials), in name order."""
   stages = os.path.join(args.work_dir, "stages")
   for name in sorted(os.listdir(stages)) if os.path.isdir(stages) else []:
     if name.startswith(prefixes) and name.endswith(".json"):
@@ -340,22 +346,20 @@ def check_pretrained(args):
                        f"model another name, or use a new --work-dir")
 
 
-def check_splits(args):
-  """Units are named by task and size, not by the sentences they hold. Before any subset is written: a finished
-  unit that recorded another carving of its cell (another ``--split-seed``, ``--validation-size`` or source
-  file, or a version of ``splits`` that deals otherwise), or a work dir whose subset files were dealt otherwise
-  (units from before carvings were recorded), stops with one line."""
+def check_splits(args, dealt: dict):
+  """Units are named by task and size, not by the sentences they hold. ``dealt``: {(task, size): what
+  ``splits.deal`` gives now}. A finished unit that recorded another carving of its cell (another
+  ``--split-seed``, ``--validation-size`` or source file, or a version of ``splits`` that deals otherwise), or a
+  work dir whose subset files were dealt otherwise (units from before carvings were recorded), stops with one
+  line."""
   current = {}
-  for task in args.tasks:
-    lib_task, fmt, _, _ = TASKS[task]
-    for size in sizes_for(args, task):
-      dealt = splits.deal(task_source(args, task), lib_task, fmt, args.validation_size, size, args.split_seed)
-      current[(task, dealt["train"])] = dealt["fingerprint"]
-      on_disk = splits.written_fingerprint(subset_out(args, task, size), lib_task, fmt)
-      if on_disk not in (None, dealt["fingerprint"]):
-        raise SystemExit(f"error: {args.work_dir} holds {task} {size_name(size)} subsets dealt by another carving "
-                         f"(split {on_disk}, now {dealt['fingerprint']}); rerun with the split settings and code "
-                         f"it used, or use a new --work-dir")
+  for (task, size), cell in dealt.items():
+    current[(task, cell["train"])] = cell["fingerprint"]
+    on_disk = splits.written_fingerprint(subset_out(args, task, size), TASKS[task][0], TASKS[task][1])
+    if on_disk not in (None, cell["fingerprint"]):
+      raise SystemExit(f"error: {args.work_dir} holds {task} {size_name(size)} subsets dealt by another carving "
+                       f"(split {on_disk}, now {cell['fingerprint']}); rerun with the split settings and code "
+                       f"it used, or use a new --work-dir")
   for name, record in finished_trials(args, ("select_", "final_", "baseline_")):
     used, now = record.get("split"), current.get((record.get("task"), record.get("size")))
     if used is not None and now is not None and used != now:
@@ -372,7 +376,6 @@ def run(args, ready=None):
     return
   check_bucket_width(args)
   check_pretrained(args)
-  check_splits(args)
   now = lambda method: ready is None or method in ready
   cells = plan(args)
   for task, size, _ in dealt(args, cells):
@@ -420,7 +423,6 @@ def run(args, ready=None):
 
 def report(args):
   """Writes the summary, its Markdown and the plot from the finished units (pending ones are listed)."""
-  check_splits(args)
   summary = summarize(args, plan(args), load_stages(args))
   write_json(os.path.join(args.work_dir, "summary.json"), summary)
   with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
@@ -522,11 +524,10 @@ def plot(summary, path):
 def plot_validation_curves(summary, path):
   """One panel per task and size: each model's validation score against fine-tuning epochs at its chosen LR
   and decay (the selection's curve, extensions included), so where each choice stops rising shows."""
+  decay = lambda chosen: "" if chosen.get("layerwise_lr_decay") is None else f", decay {chosen['layerwise_lr_decay']:g}"
   series = []
   for r in summary["rows"]:
     curves = {m: v for m, v in r["methods"].items() if v.get("curve")}
-    decay = lambda chosen: "" if chosen.get("layerwise_lr_decay") is None else \
-        f", decay {chosen['layerwise_lr_decay']:g}"
     lines = [(f"{label(m)} ({v['chosen']['epochs']:g} ep{decay(v['chosen'])})", [tuple(p) for p in v["curve"]])
              for m, v in curves.items()]
     families = [parse_model_name(m)[0] for m in curves]

@@ -50,9 +50,12 @@ class TsvLayout(typing.NamedTuple):
   dev_file: str
 
 
-def tsv_layout(task_name: str) -> TsvLayout:
+def tsv_layout(task_name: str, fmt: str = "tsv") -> TsvLayout:
   """The layout the task's reader expects (``GlueTask.columns`` of its train split); a task without a GLUE
-  reader: the first column, a header line, ``train`` and ``dev``."""
+  reader: the first column, a header line, ``train`` and ``dev``. CoNLL files: ``train`` and ``dev``, no header
+  (the rest is unused)."""
+  if fmt != "tsv":
+    return TsvLayout((0,), False, False, "train", "dev")
   cls = tasks.TASKS.get(task_name) if task_name in tasks.GLUE_TASKS else None
   if cls is None:
     return TsvLayout((0,), True, False, "train", "dev")
@@ -155,7 +158,7 @@ def deal(task_dir: str, task_name: str, fmt: str, validation_size: int, size: ty
   """What ``write_subset`` writes, without writing it: the counts, the unit indexes, ``files`` ({(root, file
   name): text}) and the ``fingerprint``."""
   ext = FORMATS[fmt]
-  layout = tsv_layout(task_name) if fmt == "tsv" else TsvLayout((0,), False, False, "train", "dev")
+  layout = tsv_layout(task_name, fmt)
   stems = {"train": layout.train_file + ext, "dev": layout.dev_file + ext}
   train, dev = (read_units(os.path.join(task_dir, stems[split]), fmt, layout.header, layout.text_columns,
                            layout.unordered) for split in ("train", "dev"))
@@ -173,7 +176,7 @@ def deal(task_dir: str, task_name: str, fmt: str, validation_size: int, size: ty
 def written_fingerprint(out: str, task_name: str, fmt: str) -> typing.Optional[str]:
   """The fingerprint of the subset ``write_subset`` left under ``out`` (None when there is none)."""
   ext = FORMATS[fmt]
-  layout = tsv_layout(task_name) if fmt == "tsv" else TsvLayout((0,), False, False, "train", "dev")
+  layout = tsv_layout(task_name, fmt)
   paths = [os.path.join(out, "validation", task_name, stem + ext) for stem in (layout.train_file, layout.dev_file)]
   if not all(fileio.isfile(path) for path in paths):
     return None
@@ -185,7 +188,12 @@ def write_subset(task_dir: str, task_name: str, out: str, fmt: str, validation_s
   """Writes ``<out>/validation/<task_name>/`` and ``<out>/dev/<task_name>/`` (module docstring) from the task's
   ``train`` and ``dev`` files in ``task_dir`` (a GLUE task's own file names, header and sentence columns:
   ``tsv_layout``); returns ``deal``'s counts, indexes and fingerprint, and the two roots."""
-  dealt = deal(task_dir, task_name, fmt, validation_size, size, seed)
+  return write_dealt(deal(task_dir, task_name, fmt, validation_size, size, seed), out, task_name)
+
+
+def write_dealt(dealt: dict, out: str, task_name: str) -> dict:
+  """Writes what ``deal`` returned under ``out``; returns its counts, indexes and fingerprint, and the roots."""
+  dealt = dict(dealt)
   for (root, name), body in dealt.pop("files").items():
     _write(os.path.join(out, root, task_name, name), body)
   return {**dealt, "validation_root": os.path.join(out, "validation"), "dev_root": os.path.join(out, "dev")}
