@@ -14,6 +14,7 @@ from electra_tf.hparams import HParamError, HParams, field
 from electra_tf.presets import MODEL_SIZES, PRETRAINING_PRESETS as PRESETS
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+USER_TASK_TYPES = ("auto", "classification", "regression", "multilabel", "tagging", "qa")
 
 
 @dataclasses.dataclass
@@ -329,6 +330,35 @@ class FinetuningConfig(RuntimeConfig):
   skip_bad_rows: bool = field(False, "log and skip malformed data rows (the reference's behaviour) "
                               "instead of stopping with the file and line")
 
+  # a task from the user's own files (docs/your_task.md)
+  train_file: typing.Optional[str] = field(None, "your training file (.csv, .tsv, .jsonl, SQuAD .json or CoNLL "
+                                           ".txt); the task is then the one task_names names")
+  dev_file: typing.Optional[str] = field(None, "your dev file, scored and reported (same format as train_file)")
+  test_file: typing.Optional[str] = field(None, "your test file: predictions written, labels optional")
+  task_type: str = field("auto", "what your task is (auto: inferred from the training file)",
+                         choices=USER_TASK_TYPES)
+  text_column: typing.Optional[str] = field(None, "the text column (default 'text' or 'sentence')")
+  text_pair_column: typing.Optional[str] = field(None, "the second text of a pair task")
+  label_column: typing.Optional[str] = field(None, "the label column (default 'label')")
+  label_separator: typing.Optional[str] = field(None, "multi-label: the separator between a cell's labels")
+  tokens_column: typing.Optional[str] = field(None, "tagging in JSON Lines: the word-list column (default "
+                                              "'tokens')")
+  tags_column: typing.Optional[str] = field(None, "tagging in JSON Lines: the tag-list column (default 'tags')")
+  id_column: typing.Optional[str] = field(None, "a column copied into each prediction (default: the line "
+                                          "number)")
+  validation_size: float = field(0.1, "the validation split carved from the training data (a fraction below 1, "
+                                 "else a count): what keep_best_model, search and the baselines choose on",
+                                 min=0.0, min_exclusive=True)
+  validation_seed: int = field(0, "seed of the validation carving (the same for every trial)", min=0)
+  evaluate_on: str = field("dev", "score dev, or the validation split carved from training (the network then "
+                           "trains on the rest)", choices=("dev", "validation"))
+  keep_best_model: bool = field(False, "evaluate on the validation split after every epoch, keep the best "
+                                "epoch's weights (the network trains on the rest of the training data)")
+  early_stopping_patience: int = field(0, "with keep_best_model: stop after this many evaluations without "
+                                       "improvement (0: train every epoch)", min=0)
+  baselines: bool = field(True, "fit the majority class and TF-IDF + logistic regression (classification), or a "
+                          "most-frequent-tag lookup (tagging), beside the network on a task from your files")
+
   @classmethod
   def create(cls, model_name: str = "electra_small", data_dir: str = "", **overrides) -> "FinetuningConfig":
     cfg = cls(model_name=model_name, data_dir=data_dir)
@@ -347,6 +377,9 @@ class FinetuningConfig(RuntimeConfig):
       own_vocab = os.path.join(pretrained, "vocab.txt")
       cfg.vocab_file = own_vocab if os.path.exists(own_vocab) else os.path.join(data_dir, "vocab.txt")
     cfg.init_checkpoint = cfg.init_checkpoint or pretrained
+    if cfg.early_stopping_patience and not cfg.keep_best_model:
+      raise HParamError("early_stopping_patience needs keep_best_model (it counts evaluations on the validation "
+                        "split); set keep_best_model true or drop it")
     check_accumulation(cfg)
     cfg.model_config()  # model_hparam_overrides checked now, not when the model is built
     return cfg.check_runtime()

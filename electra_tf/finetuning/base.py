@@ -86,6 +86,69 @@ class Task:
   def get_examples(self, split: str) -> list:
     raise NotImplementedError
 
+  # ---- the validation split carved from training ----------------------------------------------------------
+
+  @property
+  def carves_validation(self) -> bool:
+    """Whether the network trains on the training data less a validation split (scored instead of dev, or to
+    keep the best epoch)."""
+    return self.config.evaluate_on == "validation" or self.config.keep_best_model
+
+  def unit_text(self, example) -> str:
+    """What decides that two examples are the same (carving never splits them, nor takes a dev text)."""
+    for attr in ("text_a", "words", "question_text"):
+      if hasattr(example, attr):
+        value = getattr(example, attr)
+        text = " ".join(value) if isinstance(value, (list, tuple)) else str(value)
+        if getattr(example, "text_b", None) is not None:
+          text += "\t" + example.text_b
+        if getattr(example, "paragraph_text", None):
+          text += "\t" + example.paragraph_text
+        return text
+    return repr(example)
+
+  def has_split(self, split: str) -> bool:
+    try:
+      return fileio.exists(self.split_path(split))
+    except (AttributeError, DataError, NotImplementedError):
+      return False
+
+  def carved(self) -> typing.Tuple[list, list]:
+    """(training examples less the validation split, the validation split): a seeded deal of the training
+    examples (``validation_seed``, the same for every trial), ``validation_size`` of them (a fraction below 1,
+    else a count) to validation. An example whose text occurs in dev, or twice in training, stays in training."""
+    if getattr(self, "_carved", None) is None:
+      from electra_tf.finetuning import splits  # pylint: disable=g-import-not-at-top  (splits imports tasks)
+      train = self.training_examples_for_carving()
+      size = self.config.validation_size
+      n = int(round(size * len(train))) if size < 1 else int(size)
+      dev = None
+      if self.has_split("dev"):
+        dev_texts = [self.unit_text(e) for e in self.get_examples("dev")]
+        dev = splits.Units("", [""] * len(dev_texts), dev_texts)
+      texts = [self.unit_text(e) for e in train]
+      carving = splits.carve(splits.Units("", [""] * len(train), texts), max(1, n), self.config.validation_seed,
+                             dev)
+      rest = [train[i] for i in sorted(carving.pool)]
+      validation = [train[i] for i in sorted(carving.validation)]
+      self._carved = (self.after_carving(rest), validation)
+    return self._carved
+
+  def training_examples_for_carving(self) -> list:
+    return self.get_examples("train")
+
+  def after_carving(self, rest: list) -> list:
+    """The training examples the network sees, from the carving's rest (GLUE pair tasks add swapped pairs)."""
+    return rest
+
+  def training_examples(self) -> list:
+    """What the network trains on: the training split, less the validation split when it carves one."""
+    return self.carved()[0] if self.carves_validation else self.get_examples("train")
+
+  def split_examples(self, split: str) -> list:
+    """A split's examples; ``validation`` is the carved validation split."""
+    return self.carved()[1] if split == "validation" else self.get_examples(split)
+
   def featurize(self, examples: list, is_training: bool) -> list:
     """Examples -> list of feature dicts (QA may give several per example)."""
     raise NotImplementedError
@@ -95,7 +158,7 @@ class Task:
 
   def eval_features(self, split: str) -> list:
     """The featurized evaluation/test split, in the order the scorer expects."""
-    return self.featurize(self.get_examples(split), False)
+    return self.featurize(self.split_examples(split), False)
 
   def get_scorer(self, split: str = "dev", output_dir: typing.Optional[str] = None):
     """A fresh scorer for ``split``. Scorers that write files (QA: predictions, null odds, metrics) put

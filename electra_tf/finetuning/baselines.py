@@ -148,3 +148,40 @@ def glue_examples(examples: typing.Sequence) -> Examples:
   has_b = any(e.text_b is not None for e in examples)
   return Examples([e.text_a for e in examples], [e.label for e in examples],
                   [e.text_b for e in examples] if has_b else None)
+
+
+def task_baselines(task, eval_split: str = "dev") -> typing.Optional[dict]:
+  """The classical baselines of a fine-tuning ``task`` on the rows the network trains on, scored on
+  ``eval_split``: majority class and TF-IDF + LR (C chosen on the validation split carved from training, then
+  refitted on the network's training rows) for a classification task; a most-frequent-tag lookup for a tagging
+  task (word accuracy). None for other tasks."""
+  if task.head_type == "classification":
+    fit_part, validation = task.carved()
+    train = glue_examples(task.training_examples())
+    chosen = tfidf_logreg(glue_examples(fit_part), glue_examples(validation))
+    evaluated = glue_examples(task.split_examples(eval_split))
+    model = TfidfLogReg(chosen["C"]).fit(train.texts_a, train.labels, train.texts_b)
+    return {"majority": majority_accuracy(train.labels, evaluated.labels),
+            "tfidf_logreg": accuracy(model.predict(evaluated.texts_a, evaluated.texts_b), evaluated.labels),
+            "tfidf_logreg_C": chosen["C"], "metric": "accuracy", "train_rows": len(train.labels),
+            "split": eval_split}
+  if task.head_type == "tagging" and hasattr(task, "spec"):
+    sentences = [(e.words, e.tags) for e in task.training_examples()]
+    evaluated = [(e.words, e.tags) for e in task.split_examples(eval_split)]
+    return {"lookup_tagger": MostFrequentTagger().fit(sentences).accuracy(evaluated), "metric": "accuracy",
+            "train_rows": len(sentences), "split": eval_split}
+  return None
+
+
+def format_baselines(task_name: str, found: dict, network_median: typing.Optional[float], n_trials: int) -> str:
+  """One line: the baselines beside the network's median on the same rows."""
+  parts = []
+  if "majority" in found:
+    parts.append(f"majority class {found['majority']:.1f}")
+    parts.append(f"TF-IDF + logistic regression (C {found['tfidf_logreg_C']:g}) {found['tfidf_logreg']:.1f}")
+  if "lookup_tagger" in found:
+    parts.append(f"most-frequent-tag lookup {found['lookup_tagger']:.1f}")
+  if network_median is not None:
+    parts.append(f"fine-tuned network median {network_median:.1f} ({n_trials} trial{'s' if n_trials != 1 else ''})")
+  return (f"{task_name} {found['split']} {found['metric']}, {found['train_rows']} training rows: "
+          + " | ".join(parts))

@@ -61,18 +61,28 @@ class GlueTask(Task):
   def split_path(self, split: str) -> str:
     return f"{self.data_dir}/{self.file_stem(split)}.tsv"
 
-  def get_examples(self, split: str) -> typing.List[InputExample]:
+  def get_examples(self, split: str, doubled: bool = True) -> typing.List[InputExample]:
     if self.source is not None:
       rows, path = self.source.rows(self, split), f"tfds:{self.name}/{split}"
     else:
       path = self.split_path(split)
       rows = read_tsv(path)
     examples = self.load_rows(rows, split, path)
-    if self.double_unordered and split == "train" and self.config.double_unordered:
-      examples += self.load_rows(rows, split, path, eid_offset=len(examples), swap=True)
+    if doubled and split == "train":
+      examples = self.after_carving(examples, len(examples))
     return examples
 
   double_unordered = False
+
+  def training_examples_for_carving(self):
+    return self.get_examples("train", doubled=False)
+
+  def after_carving(self, rest, eid_offset=None):
+    """MRPC and STS-B also train on each pair swapped (``double_unordered``)."""
+    if not (self.double_unordered and self.config.double_unordered):
+      return rest
+    offset = (max((e.eid for e in rest), default=-1) + 1) if eid_offset is None else eid_offset
+    return rest + [e._replace(eid=e.eid + offset, text_a=e.text_b, text_b=e.text_a) for e in rest]
 
   def load_rows(self, rows, split, path, eid_offset=0, swap=False) -> typing.List[InputExample]:
     """The reference's ``_load_glue``, except a malformed row raises (file and line) instead of being

@@ -96,6 +96,27 @@ class RegressionHead(TaskHead):
     return losses, dict(loss=losses, predictions=predictions, targets=targets, eid=self.feature(features, "eid"))
 
 
+class MultiLabelHead(TaskHead):
+  """[CLS] -> dropout -> dense(n_labels); a sigmoid cross-entropy per label, summed over the labels. A label is
+  predicted when its logit is above 0 (probability above 0.5)."""
+
+  reads_first_token_only = True
+
+  def __init__(self, task, hidden_size, dropout_rate=HEAD_DROPOUT):
+    super().__init__(task, hidden_size, dropout_rate)
+    self.dense = self.add_dense(task.num_outputs, hidden_size, "dense")
+
+  def call(self, sequence_output, features, training=False, seed=None):
+    reprs = sequence_output[:, 0]
+    if training:
+      reprs = stateless_dropout(reprs, self.dropout_rate, seed)
+    logits = self.dense(reprs)
+    targets = tf.cast(self.feature(features, "label_ids"), tf.float32)
+    losses = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits), -1)
+    return losses, dict(loss=losses, logits=logits, predictions=tf.cast(logits > 0.0, tf.int32), targets=targets,
+                        eid=self.feature(features, "eid"))
+
+
 class TaggingHead(TaskHead):
   """Sequence output gathered at each word's first piece -> dense(n_tags); CE summed over words."""
 

@@ -58,6 +58,9 @@ FAMILIES = {f.name: f for f in (
     HeadFamily("regression", head_layers.RegressionHead, ("predictions", "targets"), named_outputs=False,
                serving_inputs=TEXT_INPUTS, serve=_serve_score,
                hf_export=functools.partial(hf_heads.sequence_classification, regression=True)),
+    HeadFamily("multilabel", head_layers.MultiLabelHead, ("predictions", "targets"), named_outputs=True,
+               hf_refusal="multi-label heads are not exported to Hugging Face yet; export the encoder with "
+                          "export-hf --what encoder"),
     HeadFamily("tagging", head_layers.TaggingHead, ("predictions", "labels", "labels_mask"), named_outputs=True,
                hf_export=hf_heads.token_classification),
     HeadFamily("qa", head_layers.QAHead, head_layers.QA_OUTPUTS, named_outputs=False,

@@ -45,7 +45,7 @@ def format_results(trial_results: typing.Sequence[dict]) -> str:
   lines = []
   for trial in trial_results:
     for task, metrics in trial.items():
-      if task in ("time", "global_step", "trial", "seed"):
+      if task in ("time", "global_step", "trial", "seed", "best"):
         continue
       lines.append(task + ": " + " - ".join(f"{k}: {v:.2f}" for k, v in metrics.items()))
   return "\n".join(lines) + ("\n" if lines else "")
@@ -80,14 +80,18 @@ def format_summary(summary: dict) -> str:
   return "\n".join(lines) + ("\n" if lines else "")
 
 
-def write_results(results_dir: str, tasks_key: str, trial_results: typing.Sequence[dict]):
+def write_results(results_dir: str, tasks_key: str, trial_results: typing.Sequence[dict],
+                  baselines: typing.Optional[dict] = None):
   """``<tasks>_results.txt`` (reference format), ``.pkl`` (list of per-trial dicts) and ``.json``
-  (trials plus the median/mean/std summary)."""
+  (trials plus the median/mean/std summary, and the classical baselines of a task from the user's files)."""
   base = os.path.join(results_dir, f"{tasks_key}_results")
   write_text(base + ".txt", format_results(trial_results))
   write_pickle(base + ".pkl", list(trial_results))
   summary = summarize(trial_results)
-  write_json(base + ".json", {"trials": list(trial_results), "summary": summary})
+  document = {"trials": list(trial_results), "summary": summary}
+  if baselines:
+    document["baselines"] = baselines
+  write_json(base + ".json", document)
   return summary
 
 

@@ -18,7 +18,9 @@ import typing
 
 from electra_tf import fileio, runtime
 from electra_tf.convert import load_pretrained_weights, write_tf1
-from electra_tf.finetuning import interrupted, outputs
+from electra_tf.errors import FinetuningError
+from electra_tf.finetuning import baselines, interrupted, outputs, user_task
+from electra_tf.finetuning.best_epoch import BestEpoch, score_of
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer, TrainerCache, num_train_steps
@@ -44,7 +46,7 @@ class FinetuningData:
     if "train" not in self._cache:
       features = []
       for task in self.tasks:
-        task_features = task.featurize(task.get_examples("train"), True)
+        task_features = task.featurize(task.training_examples(), True)
         log.info("%s: %d training features", task.name, len(task_features))
         self._log_example(task, "train", task_features)
         features.extend(task_features)
@@ -106,7 +108,8 @@ def load_encoder(model, init_checkpoint: str, reinit_embeddings: bool = False):
 class FinetuningRun:
   """One invocation: tasks, data, strategy and the trial loop."""
 
-  def __init__(self, config, tokenizer=None, progress: bool = True, trainers: typing.Optional[TrainerCache] = None):
+  def __init__(self, config, tokenizer=None, progress: bool = True, trainers: typing.Optional[TrainerCache] = None,
+               run_key: typing.Optional[str] = None, results_dir: typing.Optional[str] = None):
     self.config, self.trainers = config, trainers
     if config.num_trials == 0:
       raise HParamError("num_trials is 0: nothing to run")
@@ -114,14 +117,32 @@ class FinetuningRun:
     self.tokenizer = tokenizer or load_tokenizer(config.vocab_file, config.do_lower_case)
     self.tasks = get_tasks(config, self.tokenizer)
     self.data = FinetuningData(config, self.tasks)
-    self.tasks_key = "_".join(config.task_names)
-    self.results_dir = config.results_dir
+    self.tasks_key = run_key or "_".join(config.task_names)
+    self.eval_split = self._eval_split()
+    self.results_dir = results_dir or config.results_dir
     self.strategy = runtime.select_strategy(config)
     self.progress = progress
     self.trial_results = []
     self.init_checkpoint = resolve_init_checkpoint(config)
     self.interrupted = interrupted.InterruptedRun(config, self.tasks_key)
     self._trainer = None
+
+  def _eval_split(self) -> str:
+    """What the run scores: dev, or the validation split carved from training (``evaluate_on``, or a task from
+    the user's files without a dev file)."""
+    cfg = self.config
+    qa = [t.name for t in self.tasks if t.head_type == "qa"]
+    if qa and any(t.carves_validation for t in self.tasks):
+      raise FinetuningError(f"{qa[0]} is a QA task: keep_best_model and evaluate_on validation carve a validation "
+                            "split from the training file, which QA does not support; give a --dev-file instead")
+    if cfg.evaluate_on == "validation":
+      return "validation"
+    if cfg.train_file and not cfg.dev_file and cfg.do_eval:
+      log.warning("no dev file: scoring the validation split carved from the training file instead "
+                  "(validation_size %g)", cfg.validation_size)
+      cfg.evaluate_on = "validation"
+      return "validation"
+    return "dev"
 
   def trainer_for(self, seed: int) -> Trainer:
     """The trial's trainer: built for the first trial (or taken from ``trainers``, the cache of earlier runs),
@@ -143,7 +164,8 @@ class FinetuningRun:
 
   # ---- evaluation ---------------------------------------------------------------------------------------
 
-  def evaluate(self, trainer: Trainer, split: str = "dev") -> dict:
+  def evaluate(self, trainer: Trainer, split: typing.Optional[str] = None) -> dict:
+    split = split or self.eval_split
     results = {}
     bs = self.config.eval_batch_size
     for task in self.tasks:
@@ -191,19 +213,31 @@ class FinetuningRun:
       if steps < 1:
         raise HParamError(f"{n_padded} training examples give 0 steps at batch size {cfg.train_batch_size}")
       per_epoch = max(1, n_padded // cfg.train_batch_size)
-      on_epoch = (lambda epoch: self.evaluate(trainer)) if cfg.do_eval and cfg.eval_every_epoch else None
+      best = None
+      if cfg.keep_best_model:
+        best = BestEpoch(trainer.model, cfg.early_stopping_patience, self.interrupted.trial_dir(trial))
+        if resume:
+          best.load()
+      on_epoch = self._epoch_callback(trainer, best)
       if fileio.isdir(model_dir) and not resume:
         fileio.rmtree(model_dir)  # the reference wipes the trial's model directory
       on_checkpoint = lambda step: self.save(trainer, model_dir, step, final=False)
       stats = trainer.train(arrays, steps, per_epoch, on_epoch, os.path.join(model_dir, "tensorboard"),
-                            self.progress, on_checkpoint, resume_dir=self.interrupted.trial_dir(trial))
+                            self.progress, on_checkpoint, resume_dir=self.interrupted.trial_dir(trial),
+                            should_stop=best.should_stop if best is not None else None)
       if stats["status"] == "interrupted":
         self.interrupted.record(trial, self.trial_results)
         print(f"stopped by signal {trainer.stop_signal} in trial {trial} at step {stats['global_step']}; "
               f"checkpoint saved, rerun the same command to resume", flush=True)
         return None
-      fileio.rmtree(self.interrupted.trial_dir(trial), ignore_errors=True)
       log.info("trained %d steps, %.1f examples/s", stats["global_step"], stats["examples_per_second"])
+      if best is not None:
+        if not best.should_stop():  # the last epoch, unless early stopping ended training at an evaluated one
+          best.consider(stats["global_step"] / per_epoch, self.evaluate(trainer, "validation"))
+        best.restore()
+        results["best"] = best.summary()
+        log.info("kept the weights of epoch %g (validation %.2f)", best.epoch, best.score)
+      fileio.rmtree(self.interrupted.trial_dir(trial), ignore_errors=True)
       self.save(trainer, model_dir, stats["global_step"])
     if cfg.do_eval:
       results.update(self.evaluate(trainer))
@@ -212,6 +246,24 @@ class FinetuningRun:
     if not cfg.keep_all_models and fileio.isdir(model_dir):
       fileio.rmtree(model_dir)
     return results
+
+  def _epoch_callback(self, trainer: Trainer, best: typing.Optional[BestEpoch]):
+    """What runs after each epoch but the last: the validation score for ``keep_best_model``, dev for
+    ``eval_every_epoch``; None when neither."""
+    cfg = self.config
+    if best is None and not (cfg.do_eval and cfg.eval_every_epoch):
+      return None
+
+    def on_epoch(epoch):
+      results = {}
+      if best is not None:
+        validation = self.evaluate(trainer, "validation")
+        best.consider(epoch, validation)
+        results.update({f"{task}_validation": values for task, values in validation.items()})
+      if cfg.do_eval and cfg.eval_every_epoch:
+        results.update(self.evaluate(trainer))
+      return results
+    return on_epoch
 
   def save(self, trainer: Trainer, model_dir: str, step: int, final: bool = True):
     """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots). Each save
@@ -223,6 +275,9 @@ class FinetuningRun:
     if fileio.isdir(tb):  # write_tf1 replaces the directory; keep the event files
       fileio.move(tb, keep)
     write_tf1(model_dir, arrays, step, vocab, overwrite=True)
+    for task in self.tasks:
+      if hasattr(task, "spec"):  # a task from the user's files: how to read new files, its labels
+        user_task.write_spec(model_dir, task.spec, self.config.to_dict())
     if fileio.isdir(keep):
       fileio.move(keep, tb)
     if not final:
@@ -237,6 +292,7 @@ class FinetuningRun:
       print(f"resuming trial {first} ({len(self.trial_results)} finished trial(s) kept)", flush=True)
     trials = itertools.count(first) if cfg.num_trials < 0 else range(first, cfg.num_trials + 1)
     summary = {}
+    self.baselines = self.fit_baselines() if cfg.do_eval else {}
     self.stopped = False
     for trial in trials:
       start = time.time()
@@ -247,14 +303,30 @@ class FinetuningRun:
       results["time"] = time.time() - start
       self.trial_results.append(results)
       if cfg.do_eval:
-        summary = outputs.write_results(self.results_dir, self.tasks_key, self.trial_results)
+        summary = outputs.write_results(self.results_dir, self.tasks_key, self.trial_results, self.baselines)
         print(outputs.format_results([results]), end="", flush=True)
         if len(self.trial_results) > 1:
           print(outputs.format_summary(summary), end="", flush=True)
+    for name, found in self.baselines.items():
+      metric = summary.get(name, {}).get(found["metric"])
+      print(baselines.format_baselines(name, found, metric["median"] if metric else None,
+                                       metric["n"] if metric else 0), flush=True)
     if not self.stopped:
       self.interrupted.clear()
     self.summary = summary
     return self.trial_results
+
+  def fit_baselines(self) -> dict:
+    """{task: baselines} for the tasks from the user's files that have them (``baselines.task_baselines``)."""
+    if not self.config.baselines:
+      return {}
+    found = {}
+    for task in self.tasks:
+      if hasattr(task, "spec"):
+        result = baselines.task_baselines(task, self.eval_split)
+        if result is not None:
+          found[task.name] = result
+    return found
 
 
 def run_finetuning(config, tokenizer=None, progress: bool = True,
@@ -271,5 +343,5 @@ def run_every_trial(config, what: str, progress: bool = False,
   job = FinetuningRun(config, progress=progress, trainers=trainers)
   results = job.run()
   if job.stopped:
-    raise SystemExit(f"fine-tuning {what} stopped by a signal; rerun the same command to resume it")
+    raise FinetuningError(f"fine-tuning {what} stopped by a signal; rerun the same command to resume it")
   return results

@@ -71,6 +71,43 @@ def tokenize_and_align(tokenizer, words, cased: bool = False) -> typing.List[lis
   return out
 
 
+def featurize_tagging(task, examples, cased: bool = False) -> list:
+  """Tagging features of ``task``'s examples. Words that do not fit are cut (the reference ends the input with
+  [SEP] at the word that would overflow); labels are word-aligned, positions point at each word's first piece."""
+  max_len = task.config.max_seq_length
+  vocab = task.tokenizer.vocab
+  name = task.name
+  features = []
+  for example in examples:
+    words_to_tokens = tokenize_and_align(task.tokenizer, example.words, cased)
+    input_ids, positions = [], []
+    for word_tokens in words_to_tokens:
+      if len(words_to_tokens) + len(input_ids) + 1 > max_len:
+        input_ids.append(vocab["[SEP]"])
+        break
+      if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:
+        positions.append(len(input_ids))
+      input_ids.extend(vocab[t] for t in word_tokens)
+    input_ids = input_ids[:max_len]
+    positions = [p for p in positions if p < max_len]
+    features.append({
+        "input_ids": pad(input_ids, max_len), "input_mask": pad([1] * len(input_ids), max_len),
+        "segment_ids": pad([1] * len(input_ids), max_len),  # the reference's quirk: all 1
+        "task_id": task.task_index, f"{name}_eid": example.eid,
+        f"{name}_labels": pad(example.labels[:len(positions)], max_len),
+        f"{name}_labels_mask": pad([1.0] * len(positions), max_len, 0.0),
+        f"{name}_labeled_positions": pad(positions, max_len)})
+  return features
+
+
+def tagging_feature_specs(task) -> list:
+  n = task.config.max_seq_length
+  return common_feature_specs(n) + [
+      FeatureSpec(f"{task.name}_eid", ()), FeatureSpec(f"{task.name}_labels", (n,)),
+      FeatureSpec(f"{task.name}_labels_mask", (n,), np.float32),
+      FeatureSpec(f"{task.name}_labeled_positions", (n,))]
+
+
 class Chunking(Task):
   name = "chunk"
   head_type = "tagging"
@@ -133,38 +170,10 @@ class Chunking(Task):
     return examples
 
   def featurize(self, examples, is_training):
-    """Words that do not fit are cut (the reference ends the input with [SEP] at the word that would
-    overflow); labels are word-aligned, positions point at each word's first piece."""
-    max_len = self.config.max_seq_length
-    vocab = self.tokenizer.vocab
-    features = []
-    for example in examples:
-      words_to_tokens = tokenize_and_align(self.tokenizer, example.words)
-      input_ids, positions = [], []
-      for word_tokens in words_to_tokens:
-        if len(words_to_tokens) + len(input_ids) + 1 > max_len:
-          input_ids.append(vocab["[SEP]"])
-          break
-        if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:
-          positions.append(len(input_ids))
-        input_ids.extend(vocab[t] for t in word_tokens)
-      input_ids = input_ids[:max_len]
-      positions = [p for p in positions if p < max_len]
-      features.append({
-          "input_ids": pad(input_ids, max_len), "input_mask": pad([1] * len(input_ids), max_len),
-          "segment_ids": pad([1] * len(input_ids), max_len),  # the reference's quirk: all 1
-          "task_id": self.task_index, f"{self.name}_eid": example.eid,
-          f"{self.name}_labels": pad(example.labels[:len(positions)], max_len),
-          f"{self.name}_labels_mask": pad([1.0] * len(positions), max_len, 0.0),
-          f"{self.name}_labeled_positions": pad(positions, max_len)})
-    return features
+    return featurize_tagging(self, examples)
 
   def feature_specs(self):
-    n = self.config.max_seq_length
-    return common_feature_specs(n) + [
-        FeatureSpec(f"{self.name}_eid", ()), FeatureSpec(f"{self.name}_labels", (n,)),
-        FeatureSpec(f"{self.name}_labels_mask", (n,), np.float32),
-        FeatureSpec(f"{self.name}_labeled_positions", (n,))]
+    return tagging_feature_specs(self)
 
   @property
   def num_outputs(self):

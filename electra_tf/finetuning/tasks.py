@@ -1,6 +1,6 @@
 """The task registry: reference task names -> task classes."""
 
-from electra_tf.finetuning import classification, qa, tagging
+from electra_tf.finetuning import classification, qa, tagging, user_task
 from electra_tf.finetuning.base import DataError, Task
 from electra_tf.finetuning.tfds_source import TFDSSource
 from electra_tf.hparams import HParamError
@@ -25,6 +25,9 @@ def get_task(config, name: str, tokenizer) -> Task:
 
 
 def get_tasks(config, tokenizer):
+  if config.train_file:  # a task from the user's own files
+    spec = user_task.infer_spec(user_task.spec_from_config(config), config.train_file)
+    return [user_task.make_task(config, tokenizer, spec)]
   names = list(config.task_names)
   if not names:
     raise HParamError("no task given: pass --task NAME or --task-names a,b")

@@ -249,12 +249,14 @@ class Trainer:
             on_epoch_end: typing.Optional[typing.Callable[[int], dict]] = None,
             log_dir: typing.Optional[str] = None, progress: bool = True,
             on_checkpoint: typing.Optional[typing.Callable[[int], None]] = None,
-            resume_dir: typing.Optional[str] = None) -> dict:
+            resume_dir: typing.Optional[str] = None,
+            should_stop: typing.Optional[typing.Callable[[], bool]] = None) -> dict:
     """Runs ``total_steps`` steps; calls ``on_epoch_end(epoch)`` after each epoch but the last, and
     ``on_checkpoint(step)`` every ``save_checkpoints_steps`` steps before the last.
 
     ``resume_dir``: where the trial's resumable checkpoint (weights, optimizer, step, input position) is
     written every ``save_checkpoints_steps`` steps and on SIGTERM / SIGINT, and restored from if present.
+    ``should_stop()``: asked after each ``on_epoch_end``; true ends training there (early stopping).
     Returns {"global_step", "loss" (mean of the last epoch), "examples_per_second", "status"} with status
     "finished", or "interrupted" (a stop signal: the checkpoint is saved, ``self.stop_signal`` names it).
     """
@@ -283,6 +285,8 @@ class Trainer:
     def epoch_end(report):
       for task, values in (on_epoch_end(report.step // steps_per_epoch) or {}).items():
         runtime.write_scalars(writer, report.step, values, f"dev/{task}/")
+      if should_stop is not None and should_stop():
+        runner.request_finish()
 
     def checkpoint(report):
       save(report.step)

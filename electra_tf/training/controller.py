@@ -58,6 +58,11 @@ class Controller:
     self.error_type, self.nan_advice = error_type, nan_advice
     self.intervals = [h.every for h in self.hooks if h.every] + [every for every in intervals if every]
     self.stop_signal = None
+    self.finish_requested = False
+
+  def request_finish(self):
+    """Ends the run after the hooks that are running (early stopping): ``run`` returns ``"finished"``."""
+    self.finish_requested = True
 
   def run(self, iterator, target: int, log_fn=print) -> str:
     """Trains to ``target``; returns ``"finished"`` or ``"interrupted"`` (a stop signal; checkpoint saved)."""
@@ -76,6 +81,8 @@ class Controller:
         for hook in self.hooks:
           if hook.due(step, target):
             hook.fn(report)
+        if self.finish_requested:
+          return "finished"
         if stop.signal is not None:
           self.stop_signal = stop.signal
           if not self.saved_at(step):

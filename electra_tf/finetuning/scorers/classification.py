@@ -34,11 +34,16 @@ class MCCScorer(SentenceLevelScorer):
 
 
 class RegressionScorer(SentenceLevelScorer):
-  """Targets and predictions are on the normalised scale (label / 5), as the reference scores them."""
+  """Targets and predictions are on the normalised scale (label / 5), as the reference scores them; ``scale``
+  (the width of a user task's label range) puts the mean squared error back on the labels' scale."""
+
+  def __init__(self, scale: float = 1.0):
+    super().__init__()
+    self.scale = scale
 
   def _get_results(self):
     targets, preds = np.asarray(self._true_labels, np.float64), np.asarray(self._preds, np.float64)
     return [("pearson", 100.0 * scipy.stats.pearsonr(targets, preds)[0]),
             ("spearman", 100.0 * scipy.stats.spearmanr(targets, preds)[0]),
-            ("mse", float(np.mean(np.square(targets - preds)))),
+            ("mse", float(np.mean(np.square(targets - preds))) * self.scale ** 2),
             ("loss", self.get_loss())]

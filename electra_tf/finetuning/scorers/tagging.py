@@ -89,3 +89,21 @@ class EntityLevelF1Scorer(Scorer):
       p, r = 100.0 * n_correct / n_pred, 100.0 * n_correct / n_gold
       f1 = 2 * p * r / (p + r)
     return [("precision", p), ("recall", r), ("f1", f1), ("loss", self.get_loss())]
+
+
+def is_span_scheme(tags) -> bool:
+  """Whether every tag is ``O`` or carries a ``B-``/``I-``/``E-``/``S-`` prefix (a span encoding)."""
+  return all(tag == "O" or (len(tag) > 2 and tag[0] in _PREFIXES and tag[1] == "-") for tag in tags)
+
+
+class TaggingScorer(EntityLevelF1Scorer):
+  """A user's tagging task: word accuracy x100, and span precision / recall / F1 when the tag set is a span
+  encoding (``is_span_scheme``); loss per word."""
+
+  def _get_results(self):
+    words = sum(len(labels) for labels in self._labels)
+    correct = sum(int(p == g) for labels, preds in zip(self._labels, self._preds) for p, g in zip(preds, labels))
+    results = [("accuracy", 100.0 * correct / max(1, words))]
+    if is_span_scheme(self._inv.values()):
+      results += [r for r in super()._get_results() if r[0] != "loss"]
+    return results + [("loss", self.get_loss())]
