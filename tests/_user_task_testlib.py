@@ -45,6 +45,7 @@ def section_paragraphs(split: str, sections=SECTIONS):
 
 
 def write_csv(path, header, rows, bom=True, crlf=True):
+  pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
   with open(path, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as f:
     writer = csv.writer(f, lineterminator="\r\n" if crlf else "\n")
     writer.writerow(header)

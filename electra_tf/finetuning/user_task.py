@@ -147,7 +147,7 @@ def infer_spec(spec: TaskSpec, train_file: str) -> TaskSpec:
   if spec.type == "auto":
     if fmt == "squad":
       spec.type = "qa"
-    elif fmt == "conll" or spec.tokens_column or spec.tags_column:
+    elif fmt == "conll" or spec.tokens_column or spec.tags_column or _has_token_lists(train_file, fmt):
       spec.type = "tagging"
   if spec.type == "qa":
     if fmt != "squad":
@@ -160,6 +160,14 @@ def infer_spec(spec: TaskSpec, train_file: str) -> TaskSpec:
     raise DataError(train_file, None, f"a {fmt} file holds no text/label columns for {spec.type}; use a .csv, "
                     ".tsv or .jsonl file")
   return _infer_sentence_task(spec, train_file, fmt)
+
+
+def _has_token_lists(path: str, fmt: str) -> bool:
+  """A JSON Lines file whose first row has a ``tokens`` (or ``words``) list and no ``text`` column."""
+  if fmt not in ("jsonl", "json"):
+    return False
+  _, first = next(user_files.rows(path, fmt))
+  return any(isinstance(first.get(c), list) for c in ("tokens", "words")) and "text" not in first
 
 
 def _infer_sentence_task(spec: TaskSpec, path: str, fmt: str) -> TaskSpec:
@@ -182,7 +190,7 @@ def _infer_sentence_task(spec: TaskSpec, path: str, fmt: str) -> TaskSpec:
       raise DataError(path, line, f"no label in column {spec.label_column!r}; fill it in or drop the row")
     if _missing(row.get(spec.text_column)) and spec.text_column not in row:
       raise DataError(path, line, f"no column {spec.text_column!r} in this row")
-    if spec.type == "multilabel" or spec.label_separator or (is_json and isinstance(value, list)):
+    if spec.label_separator or (is_json and isinstance(value, list)):
       values = _split_labels(path, line, value, spec.label_separator)
       kinds.setdefault("list", line)
       for v in values:
