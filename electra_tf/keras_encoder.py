@@ -21,8 +21,8 @@ import numpy as np
 
 from electra_tf import optimization
 from electra_tf.checkpoint_names import encoder_variables
-from electra_tf.convert import checkpoints as ckpt
-from electra_tf.convert import keras_hub_preset
+from electra_tf.convert import read_source
+from electra_tf.convert.source import assign_arrays
 from electra_tf.errors import ConversionError
 from electra_tf.modeling import ElectraEncoder
 from electra_tf.tokenization import load_tokenizer, read_vocab
@@ -37,13 +37,13 @@ def load_encoder(path: str, name: str = "electra_encoder", load_weights: bool = 
   the checkpoint's weights (the random-weights baseline of the same network). The model carries
   ``vocab_file`` (None when the checkpoint has no vocab beside it), ``do_lower_case`` and ``encoder``, the
   ``ElectraEncoder`` layer inside it."""
-  source = keras_hub_preset.read_source(path)
+  source = read_source(path)
   config = source.architecture.discriminator
   encoder = ElectraEncoder(config, name="electra")
   encoder.dummy_build()
   if load_weights:
     variables = encoder_variables(encoder, "electra", embeddings_scope="electra")
-    loaded = ckpt.assign_arrays(variables, source.arrays)
+    loaded = assign_arrays(variables, source.arrays)
     missing = sorted(set(variables) - set(loaded))
     if missing:
       raise ConversionError(f"{path} lacks {len(missing)} encoder weights (e.g. {missing[0]})")

@@ -67,3 +67,26 @@ def test_no_readable_checkpoint_is_one_error_line(tmp_path):
     checkpointing.Checkpointer(str(tmp_path), objects, step).restore()
   message = str(error.value)
   assert "\n" not in message and saved.latest in message and "no earlier checkpoint" in message
+
+
+def test_a_checkpoint_of_other_shapes_is_one_error_line_without_tensorflow_warnings(tmp_path, caplog, capsys):
+  """Resuming (or evaluating) with other model hparams than the run's: one line naming the checkpoint, the
+  mismatch and the fix; neither the input-position warning nor TensorFlow's per-value warnings follow it."""
+  import gc
+  step, weights, objects = _objects()
+  iterator = iter(tf.data.Dataset.range(10))
+  ckpt = checkpointing.Checkpointer(str(tmp_path), objects, step, iterator=iterator)
+  next(iterator)
+  ckpt.save(1)
+  other_step = tf.Variable(0, dtype=tf.int64)
+  other = {"step": other_step, "weights": tf.Variable(np.zeros((32, 64), np.float32))}
+  capsys.readouterr()
+  with caplog.at_level(logging.WARNING):
+    with pytest.raises(CheckpointError) as error:
+      checkpointing.Checkpointer(str(tmp_path), other, other_step, iterator=iter(tf.data.Dataset.range(10))).restore()
+    gc.collect()
+  message = str(error.value)
+  assert "\n" not in message and message.startswith(f"{ckpt.latest} does not fit this run's networks (")
+  assert "(64, 64)" in message and "rerun with the hparams the run was started with" in message
+  assert not [r for r in caplog.records if r.levelno >= logging.WARNING], [r.getMessage() for r in caplog.records]
+  assert capsys.readouterr().err == ""

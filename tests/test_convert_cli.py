@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import require_module
 from electra_tf.configs import FinetuningConfig
-from electra_tf.convert import load_pretrained_weights
+from electra_tf.convert import load_pretrained_weights, read_source
 from electra_tf.convert.__main__ import main
-from electra_tf.convert.readers import read_source
 from electra_tf.errors import ConversionError
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.modeling import ElectraEncoder
@@ -93,7 +93,7 @@ def test_import_then_inspect_as_a_subprocess(reference_dir, tmp_path):
 
 
 def test_classifier_exports_as_sequence_classification_with_exact_logits(tmp_path, capsys):
-  transformers = pytest.importorskip("transformers")
+  transformers = require_module("transformers")
   model_dir, _ = _finetuned_checkpoint(tmp_path, "mnli", "classification", 3)
   assert main(["export-hf", model_dir, "-o", str(tmp_path / "hf")]) == 0
   assert "exact identity" in capsys.readouterr().out

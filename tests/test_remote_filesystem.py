@@ -161,7 +161,7 @@ def test_pretraining_reads_data_and_writes_checkpoints_and_results_on_a_remote_f
 
 def test_convert_reads_a_remote_pretraining_run_and_writes_remote_outputs(remote_run, capsys):
   from electra_tf.cli import convert
-  from electra_tf.convert import detect, readers
+  from electra_tf.convert import formats
   cfg = remote_run
   step = int(tf.train.latest_checkpoint(cfg.model_dir).rsplit("-", 1)[1])  # 6 once the resume test ran
   assert convert.main(["inspect", cfg.model_dir]) == 0
@@ -171,17 +171,17 @@ def test_convert_reads_a_remote_pretraining_run_and_writes_remote_outputs(remote
   assert convert.main(["export-tf1", cfg.model_dir, "--output", dest]) == 0, capsys.readouterr().err
   prefix = tf.train.latest_checkpoint(dest)
   assert prefix.endswith(f"model.ckpt-{step}") and fileio.isfile(fileio.join(dest, "vocab.txt"))
-  source = readers.read_source(dest)
-  assert source.format == detect.TF1 and source.global_step == step
-  run = readers.read_source(cfg.model_dir)
+  source = formats.read_source(dest)
+  assert source.format == formats.TF1 and source.global_step == step
+  run = formats.read_source(cfg.model_dir)
   for name, value in run.arrays.items():
     np.testing.assert_array_equal(source.arrays[name], value)
   # Hugging Face out and back in: safetensors writes a local staging directory, reads a local copy.
   hf = fileio.join(os.path.dirname(cfg.model_dir), "hf")
   assert convert.main(["export-hf", cfg.model_dir, "--what", "discriminator", "--output", hf]) == 0
   assert fileio.isfile(fileio.join(hf, "model.safetensors")) and fileio.isfile(fileio.join(hf, "vocab.txt"))
-  back = readers.read_source(hf)
-  assert back.format == detect.HF
+  back = formats.read_source(hf)
+  assert back.format == formats.HF
   name = "electra/embeddings/word_embeddings"
   np.testing.assert_allclose(back.arrays[name], run.arrays[name], atol=1e-6)
 

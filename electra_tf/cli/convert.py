@@ -16,8 +16,12 @@ import typing
 from electra_tf import fileio
 from electra_tf.cli import common
 from electra_tf.configs import FinetuningConfig
-from electra_tf.convert import checkpoints as ckpt
-from electra_tf.convert import hf_mapping, keras_hub_preset
+from electra_tf.convert import hf_mapping
+from electra_tf.convert.formats import detect_format, holds, read_source
+from electra_tf.convert.keras_hub_preset import write_preset
+from electra_tf.convert.layout import HF, KERAS_HUB, TF1
+from electra_tf.convert.vocab_files import SPM_FILE, VOCAB_FILE, check_vocab, vocab_kind
+from electra_tf.convert.writers import hf_config, write_hf, write_model_dir, write_tf1
 from electra_tf.errors import ConversionError, OutputExistsError
 from electra_tf.finetuning import heads as head_families
 from electra_tf.serving import savedmodel
@@ -33,7 +37,7 @@ def _continue_hint(out: str, arch) -> str:
 
 
 def cmd_inspect(args, log):
-  source = keras_hub_preset.read_source(args.path, args.generator)
+  source = read_source(args.path, args.generator)
   log(f"format: {source.format} ({source.path})")
   log(source.architecture.describe())
   log(f"pre-training hparams: {json.dumps(source.architecture.pretraining_hparams(), sort_keys=True)}")
@@ -47,12 +51,12 @@ def cmd_inspect(args, log):
 
 
 def _import(args, log, generator=None):
-  source = keras_hub_preset.read_source(args.path, generator)
+  source = read_source(args.path, generator)
   if args.vocab:
     source.vocab_file = args.vocab
   if args.lower_case is not None:
     source.do_lower_case = args.lower_case
-  ckpt.write_model_dir(args.output, source, args.overwrite)
+  write_model_dir(args.output, source, args.overwrite)
   arch = source.architecture
   log(arch.describe())
   if arch.size_name == "small++":
@@ -66,22 +70,22 @@ def _import(args, log, generator=None):
 
 
 def cmd_import_tf1(args, log):
-  fmt, _ = ckpt.detect_format(args.path)
-  if fmt != ckpt.TF1:
+  fmt, _ = detect_format(args.path)
+  if fmt != TF1:
     raise ConversionError(f"{args.path} is a {fmt} checkpoint, not a reference TF1 one "
                                "(use import-hf for Hugging Face directories)")
   _import(args, log)
 
 
 def cmd_import_hf(args, log):
-  fmt, _ = ckpt.detect_format(args.path)
-  if fmt != ckpt.HF:
+  fmt, _ = detect_format(args.path)
+  if fmt != HF:
     raise ConversionError(f"{args.path} is not a Hugging Face directory (config.json + model.safetensors)")
   _import(args, log, args.generator)
 
 
 def cmd_import_keras_hub(args, log):
-  if not keras_hub_preset.is_preset(args.path):
+  if not holds(args.path, KERAS_HUB):
     raise ConversionError(f"{args.path} is not a keras-hub preset directory (config.json + model.weights.h5 "
                           "as backbone.save_to_preset writes them)")
   log("note: keras-hub's pooler (pooled_dense) has no ELECTRA counterpart and is left out; keras-hub computes "
@@ -90,11 +94,11 @@ def cmd_import_keras_hub(args, log):
 
 
 def cmd_export_tf1(args, log):
-  source = keras_hub_preset.read_source(args.path)
+  source = read_source(args.path)
   vocab = args.vocab or source.vocab_file
-  ckpt.check_vocab(vocab, source.architecture)
-  prefix = ckpt.write_tf1(args.output, {**source.arrays, **source.extra}, source.global_step or 0, vocab,
-                          args.overwrite)
+  check_vocab(vocab, source.architecture)
+  prefix = write_tf1(args.output, {**source.arrays, **source.extra}, source.global_step or 0, vocab,
+                     args.overwrite)
   log(f"wrote {prefix} ({len(source.arrays) + len(source.extra)} variables + global_step, no optimizer slots)")
 
 
@@ -103,15 +107,15 @@ def _hf_tokenizer_note(source) -> str:
   ELECTRA tokenizer class of its own)."""
   if not source.vocab_file:
     return "warning: no vocab bundled (none found beside the input); pass --vocab for the tokenizer files"
-  if ckpt.vocab_kind(source.vocab_file) == "sentencepiece":
-    return (f"tokenizer: {ckpt.SPM_FILE} with tokenizer_class AlbertTokenizer (transformers' SentencePiece "
+  if vocab_kind(source.vocab_file) == "sentencepiece":
+    return (f"tokenizer: {SPM_FILE} with tokenizer_class AlbertTokenizer (transformers' SentencePiece "
             "tokenizer that builds ELECTRA's [CLS] a [SEP] b [SEP]; AutoTokenizer.from_pretrained loads it, with "
             "the sentencepiece library's ids; docs/interop.md)")
-  return f"tokenizer: {ckpt.VOCAB_FILE} with ElectraTokenizer"
+  return f"tokenizer: {VOCAB_FILE} with ElectraTokenizer"
 
 
 def cmd_export_hf(args, log):
-  source = keras_hub_preset.read_source(args.path)
+  source = read_source(args.path)
   if args.vocab:
     source.vocab_file = args.vocab
   log(_hf_tokenizer_note(source))
@@ -129,14 +133,14 @@ def cmd_export_hf(args, log):
     info.update(savedmodel.task_defaults(task, info["type"], info["num_outputs"] or 1,
                                          FinetuningConfig.create(task_names=[task])))
     state, config, note = head_families.export_hf(source, task, info)
-    ckpt.write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state, config=config)
+    write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state, config=config)
     log(f"wrote {args.output}: {note}")
     return
   if what == "encoder":
     state = {k: v for k, v in hf_mapping.to_hf_state_dict(source.arrays, hf_mapping.DISCRIMINATOR).items()
              if k.startswith("electra.")}
-    ckpt.write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state,
-                  config=ckpt.hf_config(arch.discriminator, "ElectraModel"))
+    write_hf(args.output, source, hf_mapping.DISCRIMINATOR, args.overwrite, state=state,
+             config=hf_config(arch.discriminator, "ElectraModel"))
     log(f"wrote {args.output} (ElectraModel: the encoder only)")
     return
   targets = {"discriminator": [hf_mapping.DISCRIMINATOR], "generator": [hf_mapping.GENERATOR],
@@ -150,19 +154,19 @@ def cmd_export_hf(args, log):
       raise OutputExistsError(f"{out} already exists; pass --overwrite to replace it")
   for target in targets:
     out = outs[target]
-    ckpt.write_hf(out, source, target, args.overwrite)
+    write_hf(out, source, target, args.overwrite)
     cls = "ElectraForPreTraining" if target == hf_mapping.DISCRIMINATOR else "ElectraForMaskedLM"
     cfg = arch.discriminator if target == hf_mapping.DISCRIMINATOR else arch.generator
     log(f"wrote {out} ({cls}, L={cfg.num_hidden_layers} H={cfg.hidden_size} E={cfg.embedding_size})")
 
 
 def cmd_export_keras_hub(args, log):
-  source = keras_hub_preset.read_source(args.path)
+  source = read_source(args.path)
   if args.vocab:
     source.vocab_file = args.vocab
   if args.lower_case is not None:
     source.do_lower_case = args.lower_case
-  info = keras_hub_preset.write_preset(args.output, source, args.what, args.overwrite)
+  info = write_preset(args.output, source, args.what, args.overwrite)
   cfg = info["config"]
   log(f"wrote {args.output}: keras-hub ElectraBackbone ({args.what}, L={cfg.num_hidden_layers} "
       f"H={cfg.hidden_size} E={cfg.embedding_size} heads={cfg.num_attention_heads}) and ElectraTokenizer "

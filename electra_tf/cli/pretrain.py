@@ -5,10 +5,14 @@
       --strategy mirrored --hparams '{"mixed_precision": "bfloat16", "use_xla": true}'
   python pretrain/run_pretraining.py --data-dir DATA --model-name electra_small \\
       --hparams '{"do_train": false, "do_eval": true}'
+  python pretrain/run_pretraining.py --data-dir DATA --model-name electra_small_more --model-size small++ \\
+      --init-checkpoint electra_small/ --hparams '{"num_train_steps": 10000, "learning_rate": 2e-4}'
 
 Data: <data-dir>/pretrain_tfrecords/pretrain_data.tfrecord* and <data-dir>/vocab.txt; the model, its
 checkpoints, TensorBoard logs and results/ go to <data-dir>/models/<model-name>. Rerunning the same
-command resumes from the latest checkpoint. With no --data-dir the embedded sample setup is used.
+command resumes from the latest checkpoint. --init-checkpoint starts a new run (step 0, fresh optimizer) from
+the weights of a released checkpoint (reference TF1 layout), a transformers directory, a keras-hub preset or
+an electra-tf model directory. With no --data-dir the embedded sample setup is used.
 See docs/pretraining.md.
 """
 
@@ -30,6 +34,10 @@ def parse_args(argv=None):
   p.add_argument("--hparams", default="{}", help="JSON string or .json file of PretrainingConfig overrides")
   p.add_argument("--model-size", choices=PRETRAINING_PRESETS,
                  help="preset: size plus the paper's pre-training settings for it")
+  p.add_argument("--init-checkpoint", metavar="PATH",
+                 help="start from these weights (step 0, fresh optimizer): a released checkpoint in the reference's "
+                      "TF1 layout, a transformers directory, a keras-hub preset or a model directory; "
+                      "ignored when the model directory has a checkpoint to resume (hparam init_checkpoint)")
   p.add_argument("--strategy", choices=STRATEGIES,
                  help="distribution strategy (auto: TPU if tpu_name, multi-worker if TF_CONFIG, all GPUs)")
   p.add_argument("--no-progress", action="store_true", help="log lines only, no progress bar")
@@ -42,6 +50,10 @@ def config_from_flags(args, data_dir: str, defaults=None) -> PretrainingConfig:
   common.reject_hparams_set_by_flags(hparams)
   if args.strategy:
     hparams["strategy"] = args.strategy
+  if args.init_checkpoint:
+    if hparams.get("init_checkpoint") not in (None, args.init_checkpoint):
+      raise HParamError("init_checkpoint is given twice, by --init-checkpoint and in --hparams; pass it once")
+    hparams["init_checkpoint"] = args.init_checkpoint
   if args.data_dir and not args.model_name:
     raise HParamError("--model-name is required with --data-dir (the model goes to <data-dir>/models/<name>)")
   return PretrainingConfig.create(args.model_name or "electra_sample", data_dir, preset=args.model_size,

@@ -8,7 +8,7 @@ import typing
 from electra_tf import fileio
 from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import infer_architecture, is_reference_weight
-from electra_tf.convert.detect import HF, HF_WEIGHT_FILES, read_json_object
+from electra_tf.convert.layout import HF, HF_WEIGHT_FILES, read_json_object
 from electra_tf.convert.source import Source
 from electra_tf.convert.vocab_files import sibling_vocab
 from electra_tf.errors import ConversionError, first_line

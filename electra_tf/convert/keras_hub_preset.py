@@ -18,23 +18,22 @@ keras-hub counterpart, so a preset holds one encoder: the discriminator's, or wi
 the generator's (with the embeddings it reads).
 
 keras-hub itself is optional (``pip install electra-tf[keras-hub]``) and imported only here, inside the
-functions that need it; recognising a preset (``is_preset``) reads its JSON alone.
+reader and the writer; ``formats`` recognises a preset by its ``config.json`` alone.
 """
 
 import dataclasses
-import json
 import os
-import typing
 
 import numpy as np
 
 from electra_tf import fileio, runtime
 from electra_tf.configs import ModelConfig
-from electra_tf.convert import checkpoints as ckpt
 from electra_tf.convert.architecture import infer_architecture
+from electra_tf.convert.layout import KERAS_HUB, read_json
+from electra_tf.convert.source import Source, generator_arrays
+from electra_tf.convert.vocab_files import check_vocab, count_vocab, vocab_kind
 from electra_tf.errors import ConversionError, OutputExistsError
 
-KERAS_HUB = "keras-hub-preset"
 CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE = "config.json", "model.weights.h5", "tokenizer.json"
 VOCAB_PATH = os.path.join("assets", "tokenizer", "vocabulary.txt")
 BACKBONE_CLASS, TOKENIZER_CLASS = "ElectraBackbone", "ElectraTokenizer"
@@ -48,34 +47,6 @@ def _keras_hub():
   except ImportError:
     raise ConversionError(f"keras-hub is not installed; {INSTALL_HINT}") from None
   return keras_hub
-
-
-def _read_json(path: str) -> typing.Optional[dict]:
-  try:
-    with fileio.open_file(path, encoding="utf-8") as f:
-      data = json.load(f)
-  except (OSError, ValueError):
-    return None
-  return data if isinstance(data, dict) else None
-
-
-def is_preset(path) -> bool:
-  """A directory whose ``config.json`` is a keras-hub (Keras-serialised) object, of any model family."""
-  path = os.fspath(path)
-  if not fileio.isdir(path) or not fileio.isfile(os.path.join(path, CONFIG_FILE)):
-    return False
-  config = _read_json(os.path.join(path, CONFIG_FILE)) or {}
-  return (str(config.get("module", "")).startswith("keras_hub")
-          or str(config.get("registered_name", "")).startswith("keras_hub>"))
-
-
-def read_source(path, generator_path: typing.Optional[str] = None) -> ckpt.Source:
-  """``checkpoints.read_source`` that also reads a keras-hub preset (the loader and the converters call it)."""
-  if is_preset(path):
-    if generator_path is not None:
-      raise ConversionError("a separate generator directory is only read with a Hugging Face discriminator")
-    return read_preset(path)
-  return ckpt.read_source(path, generator_path)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -152,13 +123,13 @@ def _model_config(kh_config: dict) -> ModelConfig:
 # Import.
 
 
-def read_preset(path) -> ckpt.Source:
+def read_preset(path) -> Source:
   """A keras-hub ``ElectraBackbone`` preset as a ``Source`` (the encoder under ``electra/``; no heads).
 
   Raises ``ConversionError`` (one line) for a preset of another model family, a missing weights file, a
   vocab whose size differs from the word table, or a missing keras-hub."""
   path = os.fspath(path)
-  meta = _read_json(os.path.join(path, CONFIG_FILE)) or {}
+  meta = read_json(os.path.join(path, CONFIG_FILE)) or {}
   family = meta.get("class_name")
   if family != BACKBONE_CLASS:
     raise ConversionError(f"{path} is a keras-hub {family} preset, not ELECTRA; electra-tf reads "
@@ -169,8 +140,8 @@ def read_preset(path) -> ckpt.Source:
   config = _model_config(meta.get("config", {}))
   vocab = os.path.join(path, VOCAB_PATH)
   vocab = vocab if fileio.isfile(vocab) else None
-  if vocab is not None and ckpt.count_vocab(vocab) != config.vocab_size:
-    raise ConversionError(f"{path}: the tokenizer's vocabulary has {ckpt.count_vocab(vocab)} tokens but the "
+  if vocab is not None and count_vocab(vocab) != config.vocab_size:
+    raise ConversionError(f"{path}: the tokenizer's vocabulary has {count_vocab(vocab)} tokens but the "
                           f"backbone's word embeddings have {config.vocab_size} rows; the preset mixes two "
                           "models: save the tokenizer of the model the weights belong to")
   keras_hub = _keras_hub()
@@ -182,29 +153,29 @@ def read_preset(path) -> ckpt.Source:
   arrays = {ref: _from_keras_hub(weights[kh], kind) for kh, ref, kind in _weight_pairs(config, "electra", "electra")}
   arch = infer_architecture({n: a.shape for n, a in arrays.items()}, source=path)
   arch = dataclasses.replace(arch, discriminator=config)
-  tok = _read_json(os.path.join(path, TOKENIZER_FILE))
+  tok = read_json(os.path.join(path, TOKENIZER_FILE))
   lower = tok.get("config", {}).get("lowercase") if tok else None
   ignored = [p for p in POOLER if p in weights]
-  return ckpt.Source(KERAS_HUB, path, arrays, arch, ignored=ignored, vocab_file=vocab, do_lower_case=lower)
+  return Source(KERAS_HUB, path, arrays, arch, ignored=ignored, vocab_file=vocab, do_lower_case=lower)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Export.
 
 
-def _tower(source: ckpt.Source, what: str):
+def _tower(source: Source, what: str):
   """(ModelConfig, reference-named arrays, scope, embeddings scope) of the encoder to export."""
   arch = source.architecture
   if what == "discriminator":
     return arch.discriminator, source.arrays, "electra", "electra"
   if arch.generator is None:
     raise ConversionError(f"{source.path} holds no generator weights to export")
-  arrays = ckpt.generator_arrays(source)
+  arrays = generator_arrays(source)
   emb = "generator" if "generator/embeddings/word_embeddings" in arrays else "electra"
   return arch.generator, arrays, "generator", emb
 
 
-def write_preset(out_dir: str, source: ckpt.Source, what: str = "discriminator", overwrite: bool = False) -> dict:
+def write_preset(out_dir: str, source: Source, what: str = "discriminator", overwrite: bool = False) -> dict:
   """A keras-hub preset of one encoder (``what``: "discriminator" or "generator") and its tokenizer.
 
   ``ElectraBackbone.from_preset(out_dir)`` and ``ElectraTokenizer.from_preset(out_dir)`` load it. An
@@ -217,10 +188,10 @@ def write_preset(out_dir: str, source: ckpt.Source, what: str = "discriminator",
   if vocab is None:
     raise ConversionError(f"no vocab.txt found beside {source.path}; pass --vocab (the preset's tokenizer "
                           "needs the model's WordPiece vocab)")
-  if ckpt.vocab_kind(vocab) == "sentencepiece":
+  if vocab_kind(vocab) == "sentencepiece":
     raise ConversionError(f"{vocab} is a SentencePiece model and keras-hub's ElectraTokenizer is WordPiece only; "
                           "export it with export-hf (transformers' AlbertTokenizer reads spiece.model)")
-  ckpt.check_vocab(vocab, source.architecture)
+  check_vocab(vocab, source.architecture)
   config, arrays, scope, emb_scope = _tower(source, what)
   if config.hidden_act != "gelu":
     raise ConversionError(f"the model's activation is {config.hidden_act}; keras-hub's ElectraBackbone "

@@ -13,9 +13,10 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from electra_tf.runtime.restore import restore_checkpoint
 from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
-from electra_tf.convert import checkpoints as ckpt
-from electra_tf.convert import keras_hub_preset
 from electra_tf.convert.architecture import Architecture, ConversionError
+from electra_tf.convert.formats import detect_format, read_detected
+from electra_tf.convert.layout import TF2
+from electra_tf.convert.source import assign_arrays
 from electra_tf.modeling import ElectraDiscriminator, ElectraEncoder, PretrainingNetworks
 from electra_tf.modeling.models import ElectraGenerator
 
@@ -81,14 +82,13 @@ def load_pretrained_weights(path: str, target, require_all: bool = False,
   Weights are matched by reference name and shape-checked; with ``require_all`` a target weight absent
   from the checkpoint is an error, otherwise it keeps its initialisation and is listed in the report.
   Raises ``ConversionError`` (one line) for a missing file, another architecture or a shape mismatch."""
-  if not keras_hub_preset.is_preset(path):
-    fmt, resolved = ckpt.detect_format(path)
-    if fmt == ckpt.TF2:
-      return _load_object_checkpoint(resolved, target)
-  source = keras_hub_preset.read_source(path, generator_path)  # also a keras-hub ElectraBackbone preset
+  fmt, resolved = detect_format(path)
+  if fmt == TF2:
+    return _load_object_checkpoint(resolved, target)
+  source = read_detected(fmt, resolved, generator_path)
   variables = target_variables(target)
   available = {**source.arrays, **source.extra}
-  loaded = ckpt.assign_arrays(variables, available)
+  loaded = assign_arrays(variables, available)
   missing = sorted(set(variables) - set(loaded))
   if require_all and missing:
     raise ConversionError(f"{path} lacks {len(missing)} weights the model needs: {_abbrev(missing)}")
@@ -115,7 +115,7 @@ def _load_object_checkpoint(prefix: str, target) -> LoadReport:
   if not loaded:
     raise ConversionError(f"{prefix}: no weight of this TF2 checkpoint matched the model's structure")
   missing = sorted(set(variables) - set(loaded))
-  return LoadReport(ckpt.TF2, prefix, None, loaded, missing, [])
+  return LoadReport(TF2, prefix, None, loaded, missing, [])
 
 
 def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
@@ -149,9 +149,9 @@ def _load_object_checkpoint_by_name(prefix: str, target) -> LoadReport:
                           f"pre-training run's model hparams: {problem}")
   arrays = {n: v.numpy() for n, v in encoder_variables(shell_encoder, "electra", embeddings_scope="electra").items()}
   variables = target_variables(target)
-  loaded = ckpt.assign_arrays(variables, arrays)
+  loaded = assign_arrays(variables, arrays)
   missing = sorted(set(variables) - set(loaded))
-  return LoadReport(ckpt.TF2, prefix, None, loaded, missing, sorted(set(arrays) - set(loaded)))
+  return LoadReport(TF2, prefix, None, loaded, missing, sorted(set(arrays) - set(loaded)))
 
 
 def _root_objects(prefix: str) -> set:

@@ -1,21 +1,18 @@
-"""Readers: any supported format -> ``Source`` (``read_source``); the reference TF1 layout, this project's
-model directory and a pre-training run here, Hugging Face in ``hf_reader``."""
+"""Readers to ``Source`` of the reference TF1 layout, this project's model directory and a pre-training run
+(Hugging Face in ``hf_reader``, keras-hub in ``keras_hub_preset``; ``formats.read_source`` picks the one)."""
 
 import dataclasses
 import json
 import os
 import re
-import typing
 
 import tensorflow as tf
 
 from electra_tf import fileio
 from electra_tf.configs import PretrainingConfig
 from electra_tf.convert.architecture import Architecture, infer_architecture, is_reference_weight
-from electra_tf.convert.detect import (CONFIG_FILE, FORMAT_TAG, HF, MODEL_DIR, PRETRAINING_RUN, RUN_CONFIG_FILE,
-                                       TF1, WEIGHTS_PREFIX, detect_format, read_json_object,
-                                       run_config_path)
-from electra_tf.convert.hf_reader import read_hf
+from electra_tf.convert.layout import (CONFIG_FILE, FORMAT_TAG, MODEL_DIR, PRETRAINING_RUN, RUN_CONFIG_FILE, TF1,
+                                       WEIGHTS_PREFIX, read_json_object, run_config_path)
 from electra_tf.convert.source import Source, source_from_networks
 from electra_tf.convert.vocab_files import sibling_vocab
 from electra_tf.errors import ConversionError, first_line
@@ -110,19 +107,9 @@ def read_pretraining_run(prefix: str) -> Source:
   return dataclasses.replace(source, format=PRETRAINING_RUN, path=prefix, architecture=arch)
 
 
-def read_source(path: str, generator_path: typing.Optional[str] = None) -> Source:
-  """Any supported format -> ``Source`` (reference-named arrays and the detected architecture)."""
-  fmt, resolved = detect_format(path)
-  if generator_path is not None and fmt != HF:
-    raise ConversionError("a separate generator directory is only read with a Hugging Face discriminator")
-  if fmt == TF1:
-    return read_tf1(resolved)
-  if fmt == HF:
-    return read_hf(resolved, generator_path)
-  if fmt == MODEL_DIR:
-    return read_model_dir(resolved)
-  if fmt == PRETRAINING_RUN:
-    return read_pretraining_run(resolved)
-  raise ConversionError(f"{resolved} is a TF2 pre-training checkpoint without the run's {RUN_CONFIG_FILE} "
+def read_tf2(prefix: str) -> Source:
+  """A bare TF2 object checkpoint has no names to read by: refused (``load_pretrained_weights`` restores it by
+  object structure instead)."""
+  raise ConversionError(f"{prefix} is a TF2 pre-training checkpoint without the run's {RUN_CONFIG_FILE} "
                         "(written by pre-training runs of electra-tf 0.1.0 and later); write the run's hparams "
                         f"there as JSON ({{\"model_size\": ..., \"vocab_size\": ...}}) or rerun pre-training")

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from electra_tf import fileio
 from electra_tf.convert import hf_mapping
-from electra_tf.convert.detect import CONFIG_FILE, FORMAT_TAG, HF_WEIGHT_FILES, WEIGHTS_PREFIX
+from electra_tf.convert.layout import CONFIG_FILE, FORMAT_TAG, HF_WEIGHT_FILES, WEIGHTS_PREFIX
 from electra_tf.convert.source import Source, generator_arrays, holds_weight
 from electra_tf.convert.vocab_files import check_vocab, copy_vocab, hf_tokenizer_config
 from electra_tf.errors import ConversionError
@@ -48,7 +48,7 @@ def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step
 
 
 def write_model_dir(out_dir: str, source: Source, overwrite: bool = False) -> str:
-  """This project's model directory from any ``Source`` (see the module docstring for the layout).
+  """This project's model directory from any ``Source`` (its files are listed in ``layout``).
 
   The weights are stored by reference name, not as a TF2 object graph: Keras 3 layers held in Python lists
   (our transformer stack) are invisible to ``tf.train.Checkpoint``, and names keep the file independent of

@@ -14,6 +14,7 @@ import numpy as np
 
 from electra_tf import fileio
 from electra_tf.errors import DataError  # re-exported: tasks raise it from here
+from electra_tf.finetuning import carving
 
 log = logging.getLogger("electra_tf.finetuning")
 
@@ -118,19 +119,18 @@ class Task:
     examples (``validation_seed``, the same for every trial), ``validation_size`` of them (a fraction below 1,
     else a count) to validation. An example whose text occurs in dev, or twice in training, stays in training."""
     if getattr(self, "_carved", None) is None:
-      from electra_tf.finetuning import splits  # pylint: disable=g-import-not-at-top  (splits imports tasks)
       train = self.training_examples_for_carving()
       size = self.config.validation_size
       n = int(round(size * len(train))) if size < 1 else int(size)
       dev = None
       if self.has_split("dev"):
         dev_texts = [self.unit_text(e) for e in self.get_examples("dev")]
-        dev = splits.Units("", [""] * len(dev_texts), dev_texts)
+        dev = carving.Units("", [""] * len(dev_texts), dev_texts)
       texts = [self.unit_text(e) for e in train]
-      carving = splits.carve(splits.Units("", [""] * len(train), texts), max(1, n), self.config.validation_seed,
-                             dev)
-      rest = [train[i] for i in sorted(carving.pool)]
-      validation = [train[i] for i in sorted(carving.validation)]
+      dealt = carving.carve(carving.Units("", [""] * len(train), texts), max(1, n), self.config.validation_seed,
+                            dev)
+      rest = [train[i] for i in sorted(dealt.pool)]
+      validation = [train[i] for i in sorted(dealt.validation)]
       self._carved = (self.after_carving(rest), validation)
     return self._carved
 

@@ -26,13 +26,18 @@ import tempfile
 import typing
 
 import numpy as np
+import tensorflow as tf
+import tensorflow_text  # pylint: disable=unused-import  (the ops of an exported SavedModel's signature)
 
-from electra_tf import fileio
+from electra_tf import fileio, runtime
 from electra_tf.configs import FinetuningConfig
+from electra_tf.convert import load_pretrained_weights
 from electra_tf.errors import DataError
 from electra_tf.finetuning import user_files, user_task
 from electra_tf.finetuning.base import log, stack_features
+from electra_tf.finetuning.trainer import Trainer
 from electra_tf.runtime.console import progress_bar
+from electra_tf.tokenization import load_tokenizer
 
 PREDICT_SPLIT = "predict"
 CHUNK_BATCHES = 64  # rows featurized and run at once: CHUNK_BATCHES x the evaluation batch
@@ -55,10 +60,6 @@ class Predictor:
   """A fine-tuned model directory (``finetuning_models/<task>_model_<trial>``) ready to predict."""
 
   def __init__(self, model_dir: str, batch_size: typing.Optional[int] = None):
-    from electra_tf import runtime  # pylint: disable=g-import-not-at-top  (TensorFlow: after the argument checks)
-    from electra_tf.convert import load_pretrained_weights  # pylint: disable=g-import-not-at-top
-    from electra_tf.finetuning.trainer import Trainer  # pylint: disable=g-import-not-at-top
-    from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
     self.spec, settings = user_task.read_spec(model_dir)
     vocab = os.path.join(model_dir, "vocab.txt")
     overrides = {k: v for k, v in settings.items() if k not in ("model_name", "data_dir", "raw_data_dir")}
@@ -162,8 +163,6 @@ class SavedModelPredictor:
   asset: the same rows as ``Predictor`` from the serving signature."""
 
   def __init__(self, saved_model_dir: str, batch_size: int = 32):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import  (the signature's ops)
     path = os.path.join(saved_model_dir, "assets", user_task.SAVED_MODEL_SPEC)
     if not fileio.isfile(path):
       raise DataError(saved_model_dir, None, f"no assets/{user_task.SAVED_MODEL_SPEC}: export a model fine-tuned "
@@ -171,7 +170,7 @@ class SavedModelPredictor:
     with fileio.open_file(path) as f:
       self.spec = user_task.TaskSpec.from_json(json.load(f)["task"])
     self.serve = tf.saved_model.load(saved_model_dir).signatures["serving_default"]
-    self.batch_size, self.tf = batch_size, tf
+    self.batch_size = batch_size
     self.scores = None
 
   def predict_file(self, path: str, progress: bool = False) -> typing.Iterator[dict]:
@@ -182,9 +181,9 @@ class SavedModelPredictor:
     rows = list(user_files.rows(path))
     for start in range(0, len(rows), self.batch_size):
       part = rows[start:start + self.batch_size]
-      inputs = {"text": self.tf.constant([str(r[spec.text_column]) for _, r in part])}
+      inputs = {"text": tf.constant([str(r[spec.text_column]) for _, r in part])}
       if spec.text_pair_column:
-        inputs["text_pair"] = self.tf.constant([str(r[spec.text_pair_column]) for _, r in part])
+        inputs["text_pair"] = tf.constant([str(r[spec.text_pair_column]) for _, r in part])
       out = {k: v.numpy() for k, v in self.serve(**inputs).items()}
       for i, (line, row) in enumerate(part):
         result = {spec.id_column or "line": row.get(spec.id_column) if spec.id_column else line}

@@ -272,28 +272,6 @@ class SQuADv1(SQuADTask):
   name = "squadv1"
 
 
-class UserQA(SQuADTask):
-  """Extractive QA on the user's own SQuAD-layout files (``--train-file`` / ``--dev-file`` / ``--test-file``);
-  SQuAD 2.0 scoring when the training file has unanswerable questions."""
-
-  def __init__(self, config, tokenizer, spec):
-    from electra_tf.finetuning.user_task import UserFilesMixin  # pylint: disable=g-import-not-at-top  (cycle)
-    self.name = spec.name
-    super().__init__(config, tokenizer)
-    self.spec, self.v2 = spec, spec.squad_v2
-    self._files = UserFilesMixin()
-    self._files.config = config
-
-  def split_path(self, split):
-    return self._files.split_path(split)
-
-  def add_file(self, split, path):
-    self._files.add_file(split, path)
-
-  def test_output_splits(self):
-    return ("test",) if getattr(self.config, "test_file", None) else ()
-
-
 class MRQATask(QATask):
   """MRQA 2019 ``.jsonl``: a header line, then one paragraph (``context``, ``qas``) per line."""
   file_ext = ".jsonl"

@@ -20,7 +20,7 @@ from electra_tf import fileio, runtime
 from electra_tf.convert import load_pretrained_weights, write_tf1
 from electra_tf.errors import FinetuningError
 from electra_tf.finetuning import baselines, interrupted, outputs, user_task
-from electra_tf.finetuning.best_epoch import BestEpoch, score_of
+from electra_tf.finetuning.best_epoch import BestEpoch
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.trainer import Trainer, TrainerCache, num_train_steps

@@ -16,27 +16,17 @@ columns (both sentences of a pair task, from the task class's ``columns``), a Co
   scored here.
 """
 
-import collections
 import hashlib
 import json
 import os
-import random
 import typing
 
 from electra_tf import fileio
-from electra_tf.errors import HParamError
 from electra_tf.finetuning import tasks
 from electra_tf.finetuning.base import DataError
+from electra_tf.finetuning.carving import Carving, Units, carve  # pylint: disable=unused-import  (re-exported)
 
 FORMATS = {"tsv": ".tsv", "conll": ".txt"}
-
-
-class Units(typing.NamedTuple):
-  """A split file cut into units: ``header`` (TSV header line or ""), ``units`` (one row, or one sentence block
-  of CoNLL lines, each without its trailing newline) and ``texts`` (what decides overlap with dev)."""
-  header: str
-  units: typing.List[str]
-  texts: typing.List[str]
 
 
 class TsvLayout(typing.NamedTuple):
@@ -93,34 +83,6 @@ def read_units(path: str, fmt: str, header: bool = True, text_columns: typing.Se
   blocks = [b for b in blocks if b.strip() and not b.startswith("-DOCSTART-")]
   words = [" ".join(line.split()[0] for line in b.split("\n") if line.strip()) for b in blocks]
   return Units("", blocks, words)
-
-
-class Carving(typing.NamedTuple):
-  """Indexes into the training units: the validation part and the pool (in the seeded order)."""
-  validation: typing.List[int]
-  pool: typing.List[int]
-  seed: int
-
-
-def carve(train: Units, validation_size: int, seed: int, dev: typing.Optional[Units] = None) -> Carving:
-  """A seeded permutation of the training units dealt into ``validation_size`` validation units and the pool.
-  Units whose text occurs in ``dev``, or in another training unit, are kept out of the validation part."""
-  n = len(train.units)
-  dev_texts = set(dev.texts) if dev is not None else set()
-  counts = collections.Counter(train.texts)
-  order = list(range(n))
-  random.Random(seed).shuffle(order)
-  validation, pool = [], []
-  for i in order:
-    text = train.texts[i]
-    if len(validation) < validation_size and text not in dev_texts and counts[text] == 1:
-      validation.append(i)
-    else:
-      pool.append(i)
-  if len(validation) < validation_size or not pool:
-    raise HParamError(f"{n} training units cannot give {validation_size} validation units and a "
-                    "non-empty training pool; pass a smaller validation size")
-  return Carving(validation, pool, seed)
 
 
 def subset(carving: Carving, size: typing.Optional[int]) -> typing.List[int]:

@@ -23,8 +23,11 @@ import numpy as np
 from electra_tf import fileio
 from electra_tf.errors import DataError, HParamError
 from electra_tf.finetuning import user_files
-from electra_tf.finetuning.base import FeatureSpec, PredictionFiles, Task, common_feature_specs, log, pad
+from electra_tf.finetuning.base import FeatureSpec, PredictionFiles, Task, common_feature_specs, log
 from electra_tf.finetuning.classification import Columns, GlueTask, InputExample
+from electra_tf.finetuning.outputs import write_json
+from electra_tf.finetuning.qa import SQuADTask
+from electra_tf.finetuning.tagging import TaggingExample, featurize_tagging, tagging_feature_specs
 from electra_tf.finetuning.scorers.classification import RegressionScorer
 from electra_tf.finetuning.scorers.multilabel import MultiLabelScorer
 from electra_tf.finetuning.scorers.tagging import TaggingScorer
@@ -77,7 +80,6 @@ class TaskSpec:
 
 def write_spec(directory: str, spec: TaskSpec, config: dict):
   """``task.json`` beside a fine-tuned model: the spec, and the fine-tuning config that featurized its input."""
-  from electra_tf.finetuning.outputs import write_json  # pylint: disable=g-import-not-at-top  (avoid a cycle)
   write_json(os.path.join(directory, SPEC_FILE), {"task": spec.to_json(), "finetuning": config})
 
 
@@ -516,7 +518,6 @@ class UserTagging(UserFilesMixin, Task):
     self.ids = {}
 
   def get_examples(self, split):
-    from electra_tf.finetuning.tagging import TaggingExample  # pylint: disable=g-import-not-at-top
     path = self.split_path(split)
     labelled = split in ("train", "dev")
     examples, ids = [], []
@@ -535,11 +536,9 @@ class UserTagging(UserFilesMixin, Task):
     return examples
 
   def featurize(self, examples, is_training):
-    from electra_tf.finetuning.tagging import featurize_tagging  # pylint: disable=g-import-not-at-top
     return featurize_tagging(self, examples, cased=not self.config.do_lower_case)
 
   def feature_specs(self):
-    from electra_tf.finetuning.tagging import tagging_feature_specs  # pylint: disable=g-import-not-at-top
     return tagging_feature_specs(self)
 
   @property
@@ -553,14 +552,26 @@ class UserTagging(UserFilesMixin, Task):
     return ()
 
 
+class UserQA(UserFilesMixin, SQuADTask):
+  """Extractive QA on the user's own SQuAD-layout files; SQuAD 2.0 scoring when the training file has
+  unanswerable questions."""
+
+  def __init__(self, config, tokenizer, spec: TaskSpec):
+    self.name = spec.name
+    super().__init__(config, tokenizer)
+    self.spec, self.v2 = spec, spec.squad_v2
+
+  def test_output_splits(self):
+    return ("test",) if getattr(self.config, "test_file", None) else ()
+
+
+TASK_CLASSES = {"classification": UserClassification, "regression": UserRegression, "multilabel": UserMultiLabel,
+                "tagging": UserTagging, "qa": UserQA}
+
+
 def make_task(config, tokenizer, spec: TaskSpec) -> Task:
   """The task object for a completed ``spec``."""
-  if spec.type == "qa":
-    from electra_tf.finetuning.qa import UserQA  # pylint: disable=g-import-not-at-top
-    return UserQA(config, tokenizer, spec)
-  cls = {"classification": UserClassification, "regression": UserRegression, "multilabel": UserMultiLabel,
-         "tagging": UserTagging}[spec.type]
-  return cls(config, tokenizer, spec)
+  return TASK_CLASSES[spec.type](config, tokenizer, spec)
 
 
 def spec_from_config(config) -> TaskSpec:

@@ -22,12 +22,11 @@ import tensorflow as tf
 
 from electra_tf import runtime
 from electra_tf.configs import PretrainingConfig, pretraining_summary, uses_per_example_dropout
-from electra_tf.convert import load_pretrained_weights
 from electra_tf.errors import PretrainingError
 from electra_tf.modeling import derive_seed
 from electra_tf.optimization import create_optimizer
 from electra_tf.pretrain_data import inputs
-from electra_tf.pretraining import evaluation, masking, objective, random_ops
+from electra_tf.pretraining import evaluation, init_checkpoint, masking, objective, random_ops
 from electra_tf.pretraining.collapse import CollapseGuard
 from electra_tf.training import checkpointing, controller, loop, step as train_step
 from electra_tf.training.loss_scale import DynamicLossScale
@@ -88,6 +87,8 @@ class Trainer:
     self.strategy = strategy or runtime.select_strategy(cfg)  # first: multi-worker precedes TF runtime start
     if check_inputs:
       inputs.check_data(cfg)
+    if cfg.init_checkpoint and cfg.do_train and tf.train.latest_checkpoint(cfg.model_dir) is None:
+      init_checkpoint.check_exists(cfg.init_checkpoint)  # before the networks are built (train() loads it)
     runtime.check_writable(cfg.model_dir, "model directory", directory=True)  # before hours of training, not after
     special = special or masking.SpecialIds.from_vocab_file(cfg.vocab_file, cfg.vocab_size)
     runtime.set_precision_policy(cfg.mixed_precision)
@@ -129,9 +130,14 @@ class Trainer:
         write_dir=checkpointing.worker_dir(self.cfg.model_dir, self.strategy, self.chief), iterator=iterator)
 
   def init_from_checkpoint(self, path: str):
-    """Weights only (fresh optimizer, step 0), from any format ``convert.load_pretrained_weights`` reads."""
-    report = load_pretrained_weights(path, self.model.networks)
-    self.log_fn(f"initialised from {path}: {report.summary()}")
+    """Weights only (fresh optimizer, step 0) from any format ``convert.load_pretrained_weights`` reads: a
+    reference TF1 checkpoint (Google's released files), a model directory or pre-training run, a
+    transformers directory or a keras-hub preset. Logs what was loaded and what keeps its fresh
+    initialisation; returns the loader's report (``init_checkpoint.load``)."""
+    report = init_checkpoint.load(path, self.model.networks)
+    if self.chief:
+      self.log_fn(init_checkpoint.summary_line(path, report, self.model.networks))
+    return report
 
   # -- training --------------------------------------------------------------------------------------------
 
@@ -162,7 +168,8 @@ class Trainer:
     ckpt = self._checkpointer(iterator)
     path, skip = ckpt.restore()
     if path:
-      self.log_fn(f"resuming from {path} at step {int(self.step_var.numpy())}")
+      unused = f" (init_checkpoint {cfg.init_checkpoint} is not used: the run resumes)" if cfg.init_checkpoint else ""
+      self.log_fn(f"resuming from {path} at step {int(self.step_var.numpy())}{unused}")
     elif cfg.init_checkpoint:
       self.init_from_checkpoint(cfg.init_checkpoint)
     if skip:  # a checkpoint without the input position: replay the stream to it (one global batch a step)
@@ -255,12 +262,11 @@ class Trainer:
     ``restore``: load the latest checkpoint of ``model_dir`` first (``do_eval`` runs).
     """
     cfg = self.cfg
-    if restore:
-      latest = tf.train.latest_checkpoint(cfg.model_dir)
-      if latest is None:
+    if restore:  # the run's own restore: a damaged newest checkpoint falls back to an earlier one
+      path, _ = self._checkpointer().restore()
+      if path is None:
         raise PretrainingError(f"no checkpoint in {cfg.model_dir} to evaluate; train first (do_train) or "
                                "pass the model name of a trained model")
-      tf.train.Checkpoint(**self._checkpoint_objects()).read(latest).expect_partial()
     if self._eval_fn is None:
       self._eval_fn = evaluation.build_eval_step(self.strategy, self.model, cfg.seed + EVAL_SEED_OFFSET)
     step = int(self.step_var.numpy()) if step is None else step

@@ -28,7 +28,7 @@ import tensorflow_text as tf_text
 from electra_tf import fileio
 from electra_tf.configs import FinetuningConfig
 from electra_tf.errors import ConversionError
-from electra_tf.convert.readers import read_source
+from electra_tf.convert.formats import read_source
 from electra_tf.convert.vocab_files import SPM_FILE, VOCAB_FILE, check_vocab
 from electra_tf.convert.loading import load_pretrained_weights
 from electra_tf.finetuning import heads

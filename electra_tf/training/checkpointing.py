@@ -8,12 +8,15 @@ run may resume on another number of devices. A checkpoint written without the it
 older version, or whose state no longer fits the pipeline) resumes by replaying the stream instead:
 ``restore`` then returns the number of global batches the caller must skip. A newest checkpoint whose values
 cannot be read (a ``.data`` file cut by a full disk or an interrupted copy) is passed over with a warning for
-the newest earlier one that reads; when none reads, the error says so in one line.
+the newest earlier one that reads; when none reads, the error says so in one line, as it does for a
+checkpoint that does not fit the job's networks (a run resumed with other model hparams).
 
 In a multi-worker job every worker restores the chief's latest checkpoint; non-chief workers write
 throw-away copies (every worker must take part in a save) that are deleted when training ends.
 """
 
+import contextlib
+import gc
 import logging
 import os
 import typing
@@ -40,9 +43,13 @@ class Checkpointer:
     self.objects = dict(objects)
     if iterator is not None:
       self.objects[ITERATOR_KEY] = iterator
+    self.max_to_keep = max_to_keep
+    self._new_checkpoint()
+
+  def _new_checkpoint(self):
     self.checkpoint = tf.train.Checkpoint(**self.objects)
-    self.manager = tf.train.CheckpointManager(self.checkpoint, self.write_dir, max_to_keep=max_to_keep,
-                                              step_counter=step_var, checkpoint_name="ckpt")
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self.write_dir, max_to_keep=self.max_to_keep,
+                                              step_counter=self.step_var, checkpoint_name="ckpt")
 
   @property
   def latest(self) -> typing.Optional[str]:
@@ -61,11 +68,21 @@ class Checkpointer:
                              if p != latest and tf.io.gfile.exists(p + ".index")]
     unreadable = []
     for path in candidates:
-      try:
-        skip = self._restore_from(path)
-      except DAMAGED as e:
-        unreadable.append(damaged_reason(path, e))
-        continue
+      misfit = None
+      with _quiet_tensorflow():  # a failed restore's state logs a warning per value it did not restore
+        try:
+          skip = self._restore_from(path)
+        except DAMAGED as e:
+          unreadable.append(damaged_reason(path, e))
+          continue
+        except (ValueError, AssertionError, tf.errors.OpError) as e:  # another model size or structure
+          misfit = first_line(e)
+        if misfit is not None:  # the failed restore's state goes now, not after the error line
+          self._new_checkpoint()
+          gc.collect()
+      if misfit is not None:
+        raise CheckpointError(f"{path} does not fit this run's networks ({misfit[:300]}); rerun with the "
+                              "hparams the run was started with, or start in a new model directory")
       if unreadable:
         log.warning("%s; resumed from %s instead (the run repeats the steps after it)", unreadable[0], path)
       return path, skip
@@ -75,6 +92,7 @@ class Checkpointer:
   def _restore_from(self, path: str) -> int:
     saved = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()  # any filesystem (gs://)
     has_iterator = ITERATOR_KEY in self.objects and any(name.startswith(ITERATOR_KEY + "/") for name in saved)
+    position_misfit = None
     if has_iterator:
       try:
         self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
@@ -82,10 +100,12 @@ class Checkpointer:
       except DAMAGED:
         raise
       except (tf.errors.OpError, ValueError, AssertionError) as e:
-        log.warning("the input position in %s does not fit this input pipeline (%s); replaying the input "
-                    "stream to it instead", path, first_line(e)[:200])
+        position_misfit = first_line(e)[:200]
     others = {k: v for k, v in self.objects.items() if k != ITERATOR_KEY}
     tf.train.Checkpoint(**others).read(path).expect_partial().assert_existing_objects_matched()
+    if position_misfit is not None:  # said only once the rest has fitted (else restore() says what did not)
+      log.warning("the input position in %s does not fit this input pipeline (%s); replaying the input "
+                  "stream to it instead", path, position_misfit)
     return int(self.step_var.numpy()) if ITERATOR_KEY in self.objects else 0
 
   def save(self, step: int) -> str:
@@ -99,6 +119,17 @@ class Checkpointer:
     """Deletes a non-chief worker's throw-away directory."""
     if self.write_dir != self.directory:
       fileio.rmtree(self.write_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet_tensorflow():
+  logger = tf.get_logger()
+  level = logger.level
+  logger.setLevel(logging.ERROR)
+  try:
+    yield
+  finally:
+    logger.setLevel(level)
 
 
 def worker_dir(model_dir: str, strategy: tf.distribute.Strategy, chief: bool) -> str:
