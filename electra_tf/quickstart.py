@@ -88,6 +88,7 @@ def comparison_line(tfidf: float, none: list, pre: list, labels: int) -> str:
 
 def run(args) -> dict:
   start = time.time()
+  reporting.check_plotting()  # the report's plot: matplotlib missing is named before the work, not after it
   quick = dict(max_reviews=300, max_task_train=600, vocab_sentences=3000) if args.quick else {}
   steps = 30 if args.quick else args.pretrain_steps
   seeds = 1 if args.quick else args.seeds

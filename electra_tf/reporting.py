@@ -1,14 +1,19 @@
-"""Reading training curves back from TensorBoard event files, and plotting them (matplotlib, Agg)."""
+"""Reading training curves back from TensorBoard event files, and plotting them (matplotlib, Agg).
+
+matplotlib comes with the ``sample`` extra (``pip install "electra-tf[sample]"``) and is imported only to plot:
+reading curves needs none of it."""
 
 import collections
 import glob
+import io
 import os
 import typing
 
 import tensorflow as tf
-from matplotlib.figure import Figure  # no pyplot: no global backend or figure state to manage
-from matplotlib.ticker import NullFormatter
 from tensorflow.core.util import event_pb2
+
+from electra_tf.errors import SAMPLE_EXTRA_INSTALL, SampleDataError
+from electra_tf.runtime.outputs import atomic_write
 
 Curves = typing.Dict[str, typing.List[typing.Tuple[int, float]]]
 
@@ -30,13 +35,32 @@ def read_scalars(event_dir: str) -> Curves:
   return {tag: sorted(points.items()) for tag, points in curves.items()}
 
 
+def check_plotting():
+  """Raises ``SampleDataError`` (one line naming the install command) when matplotlib is not installed: a job
+  that plots at its end calls it before its work."""
+  _matplotlib()
+
+
+def _matplotlib():
+  """matplotlib's ``Figure`` and ``NullFormatter`` (no pyplot: no global backend or figure state to manage)."""
+  try:
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+    from matplotlib.ticker import NullFormatter  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    raise SampleDataError(f"plotting needs matplotlib, which the sample extra installs: {SAMPLE_EXTRA_INSTALL}"
+                          ) from None
+  return Figure, NullFormatter
+
+
 def plot_panels(panels, path: str, title: str = ""):
   """Draws line panels and writes a PNG.
 
   ``panels``: list of (panel title, y label, [(legend label, [(x, y), ...]), ...], optional dict with
   ``hline`` (value, label), ``kind`` ("line" or "bar"), ``xlabel`` (default "step"), ``logx`` (a log x axis),
   ``xticks`` (the x values to label) and ``colors`` ({legend label: matplotlib colour})).
+  The PNG is written whole or not at all, its directory created if missing.
   """
+  Figure, NullFormatter = _matplotlib()  # pylint: disable=invalid-name
   cols = 2 if len(panels) == 4 else min(len(panels), 3)
   rows = (len(panels) + cols - 1) // cols
   fig = Figure(figsize=(5.2 * cols, 3.6 * rows))
@@ -76,7 +100,7 @@ def plot_panels(panels, path: str, title: str = ""):
   if title:
     fig.suptitle(title, fontsize=11)
   fig.tight_layout()
-  tmp = f"{path}.tmp.png"
-  fig.savefig(tmp, dpi=110)
-  os.replace(tmp, path)
+  png = io.BytesIO()
+  fig.savefig(png, format="png", dpi=110)
+  atomic_write(path, png.getvalue())
   return path

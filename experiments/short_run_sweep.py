@@ -11,16 +11,16 @@ it on the held-out split (20 batches), fine-tunes it on the sample ``sst`` task 
 one JSON row to ``--out``. Points whose row already exists are skipped, and an interrupted pre-training resumes
 from its last checkpoint, so rerunning the same command continues the sweep.
 
-    PY=.venv/bin/python; D=sweep_run
-    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl --baseline        # random init, seeds 0-2
-    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl --points A        # 600 steps, 4 LRs x BC
-    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl --points B        # 2 best of A, warmup 30/50%
-    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl --points C --steps 200,1500
-    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl \\
+    PY=.venv/bin/python; D=sweep_run     # from the checkout's root
+    $PY -m experiments.short_run_sweep --data-dir D --out D/sweep.jsonl --baseline        # random init, seeds 0-2
+    $PY -m experiments.short_run_sweep --data-dir D --out D/sweep.jsonl --points A        # 600 steps, 4 LRs x BC
+    $PY -m experiments.short_run_sweep --data-dir D --out D/sweep.jsonl --points B        # 2 best of A, warmup 30/50%
+    $PY -m experiments.short_run_sweep --data-dir D --out D/sweep.jsonl --points C --steps 200,1500
+    $PY -m experiments.short_run_sweep --data-dir D --out D/sweep.jsonl \\
         --points "lr=3e-4,wu=0.3,bc=1,steps=600;lr=1e-3,wu=0.1,bc=0,steps=600"          # explicit points
-    $PY experiments/short_run_sweep.py --data-dir D --out D/sweep.jsonl \
+    $PY -m experiments.short_run_sweep --data-dir D --out D/sweep.jsonl \
         --points "lr=3e-4,bc=1,steps=600,temp=2;lr=3e-4,bc=1,steps=600,gen=0.25"      # generator levers
-    $PY experiments/short_run_sweep.py --out D/sweep.jsonl --table                        # markdown table
+    $PY -m experiments.short_run_sweep --out D/sweep.jsonl --table                        # markdown table
 
 Stages: ``A`` = learning_rate {1e-4, 3e-4, 1e-3, 2e-3} x adam_bias_correction {off, on}, 600 steps, warmup 10%.
 ``B`` = the two best Stage A settings (ranked by held-out ``disc_auc_real`` rounded to 0.01, then sst accuracy)
@@ -41,8 +41,8 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+if not __package__:  # run as a file: the package's modules are not importable
+  sys.exit("run it as a module, from the checkout's root: python -m experiments.short_run_sweep [options]")
 
 # pylint: disable=wrong-import-position
 import tensorflow as tf
@@ -53,6 +53,8 @@ from electra_tf.finetuning import selection
 from electra_tf.finetuning.run import run_every_trial
 from electra_tf.finetuning.trainer import TrainerCache
 from electra_tf.pretraining import trainer
+from electra_tf.runtime.outputs import atomic_write
+from experiments.units import log
 
 STAGE_A_LRS = (1e-4, 3e-4, 1e-3, 2e-3)
 # Stage A's 8 (learning_rate, bias correction) points, most informative first, so that a sweep cut short by
@@ -72,10 +74,6 @@ HELDOUT_KEYS = ("disc_auc", "disc_auc_real", "disc_recall", "disc_precision", "d
                 "masked_lm_accuracy", "disc_loss", "masked_lm_loss")
 COLLAPSE_RECALL, COLLAPSE_AUC_REAL = 0.05, 0.6
 TRAINERS = TrainerCache()  # the sweep's fine-tunes share one compiled trainer (the results of new ones)
-
-
-def log(msg: str):
-  print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 # ---- points ------------------------------------------------------------------------------------------------
@@ -212,11 +210,9 @@ def read_rows(path: str) -> list:
 
 
 def append_row(path: str, row: dict):
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  with open(path, "a", encoding="utf-8") as f:
-    f.write(json.dumps(row, sort_keys=True) + "\n")
-    f.flush()
-    os.fsync(f.fileno())
+  """Adds ``row`` to the JSONL: the file is rewritten whole (a few dozen rows), so it never holds half a row."""
+  rows = read_rows(path) + [row]
+  atomic_write(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
 
 
 def seed_accuracies(rows) -> dict:

@@ -1,5 +1,6 @@
 """Resumable units of work for the experiments: a unit runs once, keeps its result in ``<work>/stages/<name>.json``
-and is reused from that file afterwards, so rerunning an experiment's command continues it."""
+(written whole or not at all, through the library's atomic writer) and is reused from that file afterwards, so
+rerunning an experiment's command continues it."""
 
 import json
 import os
@@ -7,6 +8,7 @@ import time
 
 import tensorflow as tf
 
+from electra_tf.runtime.outputs import atomic_write
 
 # How often a shard looks for a unit another shard runs: reading a small file, cheap beside any unit.
 POLL_SECONDS = 1.0
@@ -25,13 +27,7 @@ def read_json(path, default=None):
 
 
 def write_json(path, obj):
-  """Writes whole or not at all: a temporary file renamed over the target."""
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  tmp = f"{path}.tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-    f.write("\n")
-  os.replace(tmp, path)
+  atomic_write(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def stage_path(work_dir: str, name: str) -> str:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: sets up .venv if needed, then runs the whole pipeline on the embedded sample data
+# The main job: sets up .venv if needed (the core install and the sample extra: the sample corpus and
+# matplotlib; scripts/setup_env.sh), then runs the whole pipeline on the embedded sample data
 # (sample text -> vocab -> TFRecords -> pre-training -> fine-tuning vs. no pre-training -> report).
 # Extra arguments go to `python -m electra_tf.quickstart` (e.g. --pretrain-steps 2000, --sample-dir DIR).
 set -euo pipefail

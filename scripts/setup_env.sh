@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv (Python 3.11+) and installs electra-tf. Idempotent: a second run only checks that the pinned
-# packages are present. Sourced by quickstart.sh (the runtime pins, requirements.txt) and by test.sh, which sets
-# ELECTRA_SETUP=test for requirements-test.txt (the runtime pins plus torch, transformers, Apache Beam,
+# packages are present. Sourced by quickstart.sh (the main job's pins, requirements-sample.txt: the core install's
+# requirements.txt plus the sample extra, the sample corpus and matplotlib) and by test.sh, which sets
+# ELECTRA_SETUP=test for requirements-test.txt (the main job's pins plus torch, transformers, Apache Beam,
 # keras-hub and pytest: 80 s more of set-up that the main job does not need).
 #
 # pip byte-compiles every file of every package it installs, most of them never imported (TensorFlow's tests,
@@ -21,9 +22,10 @@ fi
 if [ "${ELECTRA_SETUP:-runtime}" = test ]; then
   requirements=requirements-test.txt stamp=.venv/.electra_tf_test_installed no_compile=
 else
-  requirements=requirements.txt stamp=.venv/.electra_tf_installed no_compile=--no-compile
+  requirements=requirements-sample.txt stamp=.venv/.electra_tf_installed no_compile=--no-compile
 fi
-if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ "$requirements" -nt "$stamp" ] \
+if [ ! -f "$stamp" ] || [ requirements.txt -nt "$stamp" ] || [ requirements-sample.txt -nt "$stamp" ] \
+   || [ "$requirements" -nt "$stamp" ] \
    || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
   python -m pip install -q --upgrade pip
   python -m pip install -q $no_compile -r "$requirements"  # unquoted: none when empty

@@ -12,13 +12,13 @@ LIBRARY = REPO_ROOT / "electra_tf"
 
 # Each unit (a package, or a top-level module) and the units it may import. Core modules sit at the bottom.
 CORE = {"errors", "fileio", "hparams", "presets", "configs", "runtime", "tokenization", "optimization",
-        "modeling", "checkpoint_names", "reporting", "seed_comparison"}
+        "modeling", "checkpoint_names", "reporting", "seed_comparison", "flops"}
 ALLOWED = {
     "errors": set(), "fileio": set(), "hparams": {"errors"}, "presets": set(),
     "configs": {"errors", "hparams", "presets"},
     "runtime": {"configs", "errors", "fileio"}, "tokenization": {"errors", "fileio"}, "optimization": set(),
-    "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": set(),
-    "seed_comparison": set(),
+    "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": {"errors", "runtime"},
+    "seed_comparison": set(), "flops": set(),
     "docs_gen": {"configs", "hparams"},
     "pretrain_data": CORE,
     "convert": CORE,
@@ -36,7 +36,8 @@ ALLOWED = {
 # the packages only some paths use (tokenizer graphs, tfds sources, paragraph splitting), so that training and
 # conversion start without them (test_training_and_conversion_import_without_the_text_packages).
 TEXT_ONLY = ("tensorflow_text", "tensorflow_datasets", "blingfire")
-LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm", "keras_hub", *TEXT_ONLY}
+# matplotlib: the sample extra's, imported where a plot is drawn (reporting.plot_panels).
+LAZY_OK = {"torch", "safetensors", "apache_beam", "tqdm", "keras_hub", "matplotlib", *TEXT_ONLY}
 # Building pre-training data from local text imports no TensorFlow (its import is seconds of a job that takes
 # about one): the units on that path load it, and the modules that need it, where a graph, a remote path or
 # the input pipeline is used (test_building_from_local_text_imports_no_tensorflow).
@@ -126,6 +127,19 @@ def test_imports_sit_at_the_top_of_each_file():
         continue
       lazy.append(f"{path.relative_to(REPO_ROOT)}: {name}")
   assert not lazy, "function-level imports of required packages:\n" + "\n".join(lazy)
+
+
+def test_the_library_raises_no_system_exit():
+  """A library call never ends the process: errors a user can fix are ``ElectraError``s, which the command lines
+  (``cli.common.run_cli``) print as one line with exit status 2."""
+  raised = []
+  for path in _library_files():
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+      if isinstance(node, ast.Raise) and node.exc is not None:
+        target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if isinstance(target, ast.Name) and target.id == "SystemExit":
+          raised.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+  assert not raised, "raise SystemExit in the library:\n" + "\n".join(raised)
 
 
 def test_entry_points_only_call_a_command_and_nothing_imports_them():

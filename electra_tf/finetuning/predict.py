@@ -117,7 +117,7 @@ class Predictor:
     return self.spec.label_column in user_files.columns(path)
 
   def _row(self, row_id, example, out: dict) -> dict:
-    key = self.spec.id_column or "line"
+    key = "line" if self.spec.type == "tagging" else (self.spec.id_column or "line")
     row = {key: _plain(row_id)}
     kind = self.spec.type
     if kind == "classification":
@@ -159,8 +159,8 @@ class Predictor:
 
 
 class SavedModelPredictor:
-  """An exported SavedModel of a sentence task (classification or regression) and its ``electra_task.json``
-  asset: the same rows as ``Predictor`` from the serving signature."""
+  """An exported SavedModel of a task from the user's files (its ``assets/electra_task.json`` says how to read
+  the input): the same rows as ``Predictor``, from the serving signature."""
 
   def __init__(self, saved_model_dir: str, batch_size: int = 32):
     path = os.path.join(saved_model_dir, "assets", user_task.SAVED_MODEL_SPEC)
@@ -169,29 +169,51 @@ class SavedModelPredictor:
                       "on a task from your own files (electra-convert export-savedmodel)")
     with fileio.open_file(path) as f:
       self.spec = user_task.TaskSpec.from_json(json.load(f)["task"])
+    if self.spec.type == "qa":
+      raise DataError(saved_model_dir, None, "a QA SavedModel answers in word pieces, not spans of the context; "
+                      "predict QA from the model directory (--model-dir)")
     self.serve = tf.saved_model.load(saved_model_dir).signatures["serving_default"]
     self.batch_size = batch_size
     self.scores = None
 
+  def _inputs(self, part) -> dict:
+    spec = self.spec
+    if spec.type == "tagging":
+      width = max(len(words) for _, words, _ in part)
+      return {"words": tf.constant([list(words) + [""] * (width - len(words)) for _, words, _ in part])}
+    inputs = {"text": tf.constant([str(r.get(spec.text_column, "")) for _, r in part])}
+    if spec.text_pair_column:
+      inputs["text_pair"] = tf.constant([str(r.get(spec.text_pair_column, "")) for _, r in part])
+    return inputs
+
   def predict_file(self, path: str, progress: bool = False) -> typing.Iterator[dict]:
     spec = self.spec
-    if spec.type not in ("classification", "regression"):
-      raise DataError(path, None, f"a SavedModel serves classification and regression; a {spec.type} model "
-                      "predicts from its model directory (--model-dir)")
-    rows = list(user_files.rows(path))
+    if spec.type == "tagging":
+      rows = list(user_task.tagged_sentences(spec, path, labelled=False))
+    else:
+      rows = list(user_files.rows(path))
+    labels = [str(v) for v in spec.labels]
     for start in range(0, len(rows), self.batch_size):
       part = rows[start:start + self.batch_size]
-      inputs = {"text": tf.constant([str(r[spec.text_column]) for _, r in part])}
-      if spec.text_pair_column:
-        inputs["text_pair"] = tf.constant([str(r[spec.text_pair_column]) for _, r in part])
-      out = {k: v.numpy() for k, v in self.serve(**inputs).items()}
-      for i, (line, row) in enumerate(part):
-        result = {spec.id_column or "line": row.get(spec.id_column) if spec.id_column else line}
+      out = {k: v.numpy() for k, v in self.serve(**self._inputs(part)).items()}
+      for i, item in enumerate(part):
+        if spec.type == "tagging" or not spec.id_column:
+          result = {"line": item[0]}
+        else:
+          result = {spec.id_column: item[1].get(spec.id_column)}
         if spec.type == "classification":
           result["label"] = spec.labels[int(out["label_id"][i])]
-          result["probabilities"] = {str(label): float(p) for label, p in zip(spec.labels, out["probabilities"][i])}
-        else:
+          result["probabilities"] = dict(zip(labels, map(float, out["probabilities"][i])))
+        elif spec.type == "regression":
           result["value"] = float(out["score"][i])
+        elif spec.type == "multilabel":
+          result["labels"] = [v for v, on in zip(spec.labels, out["predicted"][i]) if on]
+          result["probabilities"] = dict(zip(labels, map(float, out["probabilities"][i])))
+        else:
+          words = item[1]
+          tags = [t.decode("utf-8") for t in out["tags"][i][:len(words)]]
+          result["tokens"] = list(words)
+          result["tags"] = [t if kept else None for t, kept in zip(tags, out["kept"][i][:len(words)])]
         yield result
 
 

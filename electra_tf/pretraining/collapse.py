@@ -1,7 +1,7 @@
 """Detects the constant-discriminator state while pre-training runs.
 
 A short or small run can settle on "every token is original": replaced-token recall near 0 and a real-token
-AUC near 0.5. Measured cause (docs/short_runs.md, ``experiments/identity_cue_check.py``): once the
+AUC near 0.5. Measured cause (docs/short_runs.md): once the
 generator has learnt the unigram distribution, a replaced token is no rarer than any other, so the token's
 identity, the cue the discriminator learns first, stops telling, and only contextual features (which take
 many more steps) can; a peak learning rate too hot for the warmup and length (worse with the reference's

@@ -18,6 +18,7 @@ Signatures (``serving_default``):
   One window per question: contexts longer than ``max_seq_length`` are truncated (no doc stride).
 """
 
+import os
 import types
 import typing
 
@@ -31,14 +32,16 @@ from electra_tf.errors import ConversionError
 from electra_tf.convert.formats import read_source
 from electra_tf.convert.vocab_files import SPM_FILE, VOCAB_FILE, check_vocab
 from electra_tf.convert.loading import load_pretrained_weights
-from electra_tf.finetuning import heads
+from electra_tf.finetuning import heads, user_task
+from electra_tf.finetuning.outputs import write_json
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import TASKS
 from electra_tf.runtime.outputs import atomic_directory
 from electra_tf.errors import VocabError
 from electra_tf.tokenization import FullTokenizer, load_tokenizer, read_vocab
 
-MIN_SEQ_LENGTH = 3  # [CLS] a [SEP] b [SEP] keeps at least the three special tokens
+MIN_SEQ_LENGTH = 3
+MODEL_FIELDS = ("model_size", "model_hparam_overrides", "embedding_size", "vocab_size")  # FinetuningConfig's  # [CLS] a [SEP] b [SEP] keeps at least the three special tokens
 
 
 def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]:
@@ -66,12 +69,12 @@ def _registry_type(task_name: str) -> typing.Optional[str]:
 
 
 def task_defaults(task_name: str, head_type: str, num_outputs: int, config: FinetuningConfig) -> dict:
-  """Labels and whether the task reads a sentence pair, from the fine-tuning task registry when the task
-  is one of the reference's; generic otherwise."""
+  """Labels (a regressor: the [low, high] its [0, 1] outputs map to) and whether the task reads a sentence
+  pair, from the fine-tuning task registry when the task is one of the reference's; generic otherwise."""
   cls = _registry_class(task_name)
   head = heads.family(head_type)
-  labels = [f"LABEL_{i}" for i in range(num_outputs)]
-  pair = head.serving_inputs != heads.QUESTION_CONTEXT_INPUTS
+  labels = [f"LABEL_{i}" for i in range(num_outputs)] if head_type != "regression" else [0.0, 5.0]
+  pair = head.serving_inputs == heads.TEXT_INPUTS
   if cls is not None and head.serving_inputs == heads.TEXT_INPUTS:  # a GLUE task: its columns tell
     task = cls(config, None)
     pair = task.columns("dev").text_b is not None
@@ -96,16 +99,44 @@ def build_finetuned_model(path: str, task: typing.Optional[str] = None, **config
   if task not in found:
     raise ConversionError(f"{path} has no head for task {task!r} (it has {', '.join(sorted(found))})")
   info = dict(name=task, **found[task])
+  own = user_spec(path)
+  if own is not None and own[0].name == task:  # a task from the user's files: its type and labels
+    info["type"] = own[0].type
+  else:
+    own = None
   if not heads.family(info["type"]).servable:
     raise ConversionError(f"task {task!r} has a {info['type']} head; SavedModel export serves "
                           f"{', '.join(heads.servable_families())} heads")
   config = FinetuningConfig.create(task_names=[task], **config_overrides)
   spec = types.SimpleNamespace(name=task, head_type=info["type"], num_outputs=info["num_outputs"], config=config)
-  model = FinetuningModel(source.architecture.discriminator, [spec])
+  model_config = source.architecture.discriminator
+  if own is not None:  # the fine-tuning run's own model config (heads are not visible in a checkpoint's shapes)
+    model_config = FinetuningConfig.create(**{k: v for k, v in own[1].items() if k in MODEL_FIELDS}).model_config()
+  model = FinetuningModel(model_config, [spec])
   model.build(None)
   load_pretrained_weights(path, model, require_all=True)
   info.update(task_defaults(task, info["type"], info["num_outputs"] or 1, config))
+  if own is not None:
+    info.update(user_task_info(*own))
   return model, info, source
+
+
+def user_spec(path: str):
+  """(TaskSpec, fine-tuning config dict) of a model fine-tuned on a task from the user's files, else None."""
+  if fileio.isdir(path) and fileio.isfile(os.path.join(path, user_task.SPEC_FILE)):
+    return user_task.read_spec(path)
+  return None
+
+
+def user_task_info(spec: "user_task.TaskSpec", settings: dict) -> dict:
+  """What serving takes from a user task's spec: label names (or a regression's range), the pair input, the
+  fine-tuning run's sequence length and casing."""
+  head = heads.family(spec.type)
+  pair = head.serving_inputs == heads.TEXT_INPUTS and bool(spec.text_pair_column)
+  inputs = head.serving_inputs if pair else head.serving_inputs[:1]
+  labels = [spec.min_value, spec.max_value] if spec.type == "regression" else [str(v) for v in spec.labels]
+  return dict(labels=labels, pair=pair, inputs=list(inputs), spec=spec.to_json(), settings=settings,
+              default_max_seq_length=settings.get("max_seq_length"), default_lower_case=settings.get("do_lower_case"))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -233,6 +264,34 @@ class ServingModule(tf.Module):
     packed = pack(self._tokenize(text), ids_b, self.max_seq_length, self.cls_id, self.sep_id)
     return self._head.serve(self.run_head(*packed), self.labels)
 
+  def tag(self, words):
+    """Tags of ``words`` [B, W] ("" after a sentence's last word), as fine-tuning featurizes a sentence: each
+    word's pieces, [CLS] first and [SEP] last, the words cut where the reference cuts them (word i is kept
+    while words + 4 + the pieces before it fit in max_seq_length); each word is tagged at its first piece.
+    Returns ``tags`` [B, W] ("" for padding and cut words), ``tag_ids`` and ``kept`` [B, W]."""
+    name, length = self.info["name"], self.max_seq_length
+    batch, width = tf.shape(words)[0], tf.shape(words)[1]
+    present = tf.not_equal(words, "")
+    pieces = self._tokenize(tf.reshape(words, [-1]))
+    pieces = tf.RaggedTensor.from_uniform_row_length(tf.cast(pieces, tf.int32), tf.cast(width, tf.int64))  # [B,W,P]
+    per_word = tf.cast(pieces.row_lengths(axis=2), tf.int32).to_tensor() * tf.cast(present, tf.int32)
+    n_words = tf.reduce_sum(tf.cast(present, tf.int32), -1, keepdims=True)
+    before = tf.cumsum(per_word, axis=-1, exclusive=True)
+    kept = present & (n_words + 4 + before <= length)
+    body = tf.ragged.boolean_mask(pieces, kept).merge_dims(1, 2)
+    ones = tf.ones([batch, 1], tf.int32)
+    ids = tf.concat([ones * self.cls_id, body, ones * self.sep_id], axis=1)[:, :length]
+    input_mask = tf.ones_like(ids).to_tensor(0, shape=[None, length])
+    input_ids = ids.to_tensor(0, shape=[None, length])
+    positions = tf.where(kept, before + 1, 0)
+    zeros = tf.zeros([batch], tf.int32)
+    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": input_mask,  # all 1, as trained
+                "task_id": zeros, f"{name}_eid": zeros, f"{name}_labeled_positions": positions,
+                f"{name}_labels": tf.zeros_like(positions), f"{name}_labels_mask": tf.zeros_like(positions, tf.float32)}
+    _, outputs = self._model()(features, training=False)
+    tag_ids = outputs[name]["predictions"]
+    return {"tags": tf.where(kept, tf.gather(self.labels, tag_ids), ""), "tag_ids": tag_ids, "kept": kept}
+
   def answer(self, question, context):
     cfg = self.config
     packed = pack(self._tokenize(question), self._tokenize(context), self.max_seq_length, self.cls_id,
@@ -272,6 +331,9 @@ class ServingModule(tf.Module):
       fn = tf.function(lambda question, context: self.answer(question, context))
       serve = fn.get_concrete_function(question=tf.TensorSpec([None], tf.string, name="question"),
                                        context=tf.TensorSpec([None], tf.string, name="context"))
+    elif self._head.serving_inputs == heads.WORD_INPUTS:
+      fn = tf.function(lambda words: self.tag(words))
+      serve = fn.get_concrete_function(words=tf.TensorSpec([None, None], tf.string, name="words"))
     elif self.info["pair"]:
       fn = tf.function(lambda text, text_pair: self.classify(text, text_pair))
       serve = fn.get_concrete_function(text=tf.TensorSpec([None], tf.string, name="text"),
@@ -279,6 +341,8 @@ class ServingModule(tf.Module):
     else:
       fn = tf.function(lambda text: self.classify(text))
       serve = fn.get_concrete_function(text=tf.TensorSpec([None], tf.string, name="text"))
+    if self._head.serving_inputs == heads.WORD_INPUTS:  # a tagger's packed input needs its word positions too
+      return {"serving_default": serve}
     packed = tf.function(lambda input_ids, input_mask, segment_ids: self.run_head(input_ids, input_mask,
                                                                                   segment_ids))
     int_spec = tf.TensorSpec([None, None], tf.int32)
@@ -303,10 +367,11 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
     if heads.family(info["type"]).named_outputs and len(labels) != info["num_outputs"]:
       raise ConversionError(f"{len(labels)} labels given but the head has {info['num_outputs']} outputs")
     info["labels"] = list(labels)
-  lower = do_lower_case if do_lower_case is not None else (
-      source.do_lower_case if source.do_lower_case is not None else True)
+  lower = do_lower_case if do_lower_case is not None else info.get("default_lower_case")
+  if lower is None:
+    lower = source.do_lower_case if source.do_lower_case is not None else True
   config = FinetuningConfig.create(task_names=[info["name"]])
-  seq = max_seq_length or config.max_seq_length
+  seq = max_seq_length or info.get("default_max_seq_length") or config.max_seq_length
   positions = source.architecture.discriminator.max_position_embeddings
   if seq > positions:
     raise ConversionError(f"max_seq_length {seq} is longer than the model's {positions} position embeddings; "
@@ -314,5 +379,10 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
   module = ServingModule(model, info, vocab_file, lower, seq, config)
   with atomic_directory(out_dir, overwrite) as tmp:
     tf.saved_model.save(module, tmp, signatures=module.signatures())
+    if "spec" in info:  # how electra-predict reads new files for this model
+      fileio.makedirs(os.path.join(tmp, "assets"))
+      write_json(os.path.join(tmp, "assets", user_task.SAVED_MODEL_SPEC),
+                         {"task": info["spec"], "finetuning": dict(info["settings"], max_seq_length=seq,
+                                                                   do_lower_case=lower)})
   info.update(do_lower_case=lower, max_seq_length=seq)
   return info
