@@ -98,22 +98,19 @@ def _expected_counts(arrays):
 
 
 def finetune_classification(root, model_name, data_dir, n_train=64, n_dev=32):
-  """Fine-tunes a sentence classification task from ``<root>/models/<model_name>`` as a user does
-  (``finetune/run_finetuning.py --model-name``) and returns (exit status, the fine-tuned model's directory).
+  """Fine-tunes a user's CSV task from ``<root>/models/<model_name>`` as a user does (``electra-finetune
+  --model-name ... --train-file``) and returns (exit status, the fine-tuned model's directory).
 
-  The task is ``sst`` in its GLUE layout, ``finetuning_data/sst/{train,dev}.tsv``, with the first
-  Rotten Tomatoes sentences of ``$ELECTRA_TEST_DATA/glue-style/rt_polarity``."""
+  The task is ``reviews``: the first Rotten Tomatoes sentences of ``$ELECTRA_TEST_DATA/glue-style/rt_polarity``
+  as ``train.csv`` / ``dev.csv`` with a ``review`` column and ``negative`` / ``positive`` labels."""
   from electra_tf.cli import finetune
-  src = data_dir / "glue-style" / "rt_polarity"
-  task_dir = root / "finetuning_data" / "sst"
-  task_dir.mkdir(parents=True, exist_ok=True)
-  for split, n in (("train", n_train), ("dev", n_dev)):
-    lines = (src / f"{split}.tsv").read_text(encoding="utf-8").split("\n")
-    (task_dir / f"{split}.tsv").write_text("\n".join(lines[:n + 1]) + "\n", encoding="utf-8")
+  from _user_task_testlib import write_polarity
+  train, dev = write_polarity(root / "reviews", "csv", n_train=n_train, n_dev=n_dev)
   hparams = dict(SHAPE, train_batch_size=16, eval_batch_size=16, num_train_epochs=1.0, learning_rate=1e-3)
-  code = finetune.main(["--data-dir", str(root), "--model-name", model_name, "--task", "sst",
-                        "--hparams", json.dumps(hparams), "--no-progress"])
-  return code, root / "models" / model_name / "finetuning_models" / "sst_model_1"
+  code = finetune.main(["--data-dir", str(root), "--model-name", model_name, "--task-name", "reviews",
+                        "--train-file", train, "--dev-file", dev, "--text-column", "review", "--label-column",
+                        "polarity", "--hparams", json.dumps(hparams), "--no-progress"])
+  return code, root / "models" / model_name / "finetuning_models" / "reviews_model_1"
 
 
 @pytest.mark.slow
@@ -171,7 +168,7 @@ def test_continued_pretraining_from_a_reference_checkpoint_then_fine_tuning(root
     code, model_dir = finetune_classification(root, MODEL_NAME, data_dir)
   assert code == 0
   assert any("pretraining-run" in r.getMessage() and cfg.model_dir in r.getMessage() for r in caplog.records)
-  assert list(model_dir.glob("model.ckpt-*.index"))
+  assert list(model_dir.glob("model.ckpt-*.index")) and (model_dir / "task.json").exists()
   reader = tf.train.load_checkpoint(str(model_dir))
   ft_emb = reader.get_tensor("electra/embeddings/word_embeddings")
   assert ft_emb.shape == trained["electra/embeddings/word_embeddings"].shape
@@ -279,7 +276,7 @@ def test_evaluating_a_run_with_other_model_hparams_is_one_line(root, tmp_path, c
   from electra_tf.training import checkpointing
   cfg = _config(root, "saved")
   t = _trainer(cfg, [])
-  objects = t._checkpoint_objects()  # pylint: disable=protected-access  (what a run saves, without training it)
+  objects = t.runner.checkpoint_objects()  # what a run saves, without training it
   checkpointing.Checkpointer(cfg.model_dir, objects, t.step_var).save(5)
   other = _config(root, "saved", do_train=False, do_eval=True,
                   model_hparam_overrides=dict(TINY_MODEL, hidden_size=64, intermediate_size=128))
