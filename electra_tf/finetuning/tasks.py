@@ -27,7 +27,11 @@ def get_task(config, name: str, tokenizer) -> Task:
 def get_tasks(config, tokenizer):
   if config.train_file:  # a task from the user's own files
     spec = user_task.infer_spec(user_task.spec_from_config(config), config.train_file)
-    return [user_task.make_task(config, tokenizer, spec)]
+    task = user_task.make_task(config, tokenizer, spec)
+    for split in ("dev", "test"):  # every file read once before training: a bad dev row stops the run now
+      if getattr(config, f"{split}_file"):
+        task.get_examples(split)
+    return [task]
   names = list(config.task_names)
   if not names:
     raise HParamError("no task given: pass --task NAME or --task-names a,b")

@@ -339,6 +339,20 @@ class UserFilesMixin:
   def add_file(self, split: str, path: str):
     """Reads ``path`` as split ``split`` (prediction on a new file)."""
     self.extra_files[split] = path
+    self.read_cache.pop(split, None)
+
+  @property
+  def read_cache(self) -> dict:
+    """split -> its examples: each file is read into one list, once (training is read again only to infer
+    the spec, which keeps just the labels)."""
+    if not hasattr(self, "_read_cache"):
+      self._read_cache = {}
+    return self._read_cache
+
+  def get_examples(self, split, doubled=True):  # pylint: disable=unused-argument  (GlueTask's signature)
+    if split not in self.read_cache:
+      self.read_cache[split] = self.read_examples(split)
+    return self.read_cache[split]
 
 
 def _label_value(spec: TaskSpec, value):
@@ -369,7 +383,7 @@ class UserClassification(UserFilesMixin, GlueTask):
   def test_output_splits(self):
     return ("test",) if getattr(self.config, "test_file", None) else ()
 
-  def get_examples(self, split, doubled=True):
+  def read_examples(self, split):
     path = self.split_path(split)
     examples, ids = [], []
     for eid, (line, row) in enumerate(user_files.rows(path)):
@@ -517,7 +531,7 @@ class UserTagging(UserFilesMixin, Task):
     self.label_mapping = {t: i for i, t in enumerate(spec.labels)}
     self.ids = {}
 
-  def get_examples(self, split):
+  def read_examples(self, split):
     path = self.split_path(split)
     labelled = split in ("train", "dev")
     examples, ids = [], []
@@ -560,6 +574,14 @@ class UserQA(UserFilesMixin, SQuADTask):
     self.name = spec.name
     super().__init__(config, tokenizer)
     self.spec, self.v2 = spec, spec.squad_v2
+
+  def get_examples(self, split):
+    return SQuADTask.get_examples(self, split)  # QATask keeps each split's examples, gold and features
+
+  def add_file(self, split, path):
+    super().add_file(split, path)
+    for cache in (self._examples, self._gold, self._eval_features):
+      cache.pop(split, None)
 
   def test_output_splits(self):
     return ("test",) if getattr(self.config, "test_file", None) else ()
