@@ -32,7 +32,7 @@ build summarised by stage (XML + bzip2, wikitext cleanup, sentence split, tokeni
 cleanup runs inside process_payload, where chunks are packed). On a loaded machine the CPU-time rates are
 the figure to compare; wall time minus
 CPU time is time spent waiting (for a core, a worker or I/O). The reference's builder figure is fixed (24.5 s on this
-machine kind); "same-run" scales it by this run's pure-Python tokenizer speed against the issue's
+machine kind); "same-run" scales it by this run's pure-Python tokenizer speed against its
 126,000 wp/s, to take the machine's speed on the day out of the comparison.
 """
 
@@ -57,8 +57,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from electra_tf import tokenization
 from electra_tf.pretrain_data import build
 
-REFERENCE_SECONDS = 24.5  # the reference builder on this 2-core machine kind (issue figure)
-REFERENCE_TOKENIZER_WPS = 126_000  # its tokenizer alone, same machine kind (issue figure)
+REFERENCE_SECONDS = 24.5  # the reference builder on this 2-core machine kind (measured once)
+REFERENCE_TOKENIZER_WPS = 126_000  # its tokenizer alone, same machine kind (measured once)
 
 
 def make_dump_excerpt(source, destination, num_articles):
@@ -275,7 +275,7 @@ def main():
           f"{same}")
     ref_wps = n / REFERENCE_SECONDS
     same_run_ref_wps = ref_wps * (n / slow_s) / REFERENCE_TOKENIZER_WPS
-    print(f"reference builder: {ref_wps:,.0f} wp/s (issue figure); scaled to this run's machine speed: "
+    print(f"reference builder: {ref_wps:,.0f} wp/s (measured once); scaled to this run's machine speed: "
           f"{same_run_ref_wps:,.0f} wp/s")
     outputs = {}
     runs = [(1, None), (2, None), (2, 0)]

@@ -4,6 +4,7 @@ import gzip
 
 import pytest
 
+from conftest import require_module
 from electra_tf import tokenization
 
 
@@ -16,7 +17,7 @@ def _wikitext_lines(data_dir, splits):
 
 
 def _hf_tokenizer(vocab, do_lower_case, strip_accents=None):
-  transformers = pytest.importorskip("transformers")
+  transformers = require_module("transformers")
   tok = transformers.BertTokenizer(str(vocab), do_lower_case=do_lower_case, tokenize_chinese_chars=True,
                                    strip_accents=strip_accents)
   # The reference's limit is 200 characters per word; Hugging Face defaults to 100.
@@ -122,7 +123,7 @@ def test_reference_interface_and_known_ids(bert_vocab):
 
 
 def test_in_graph_tokenize(bert_vocab):
-  tf = pytest.importorskip("tensorflow")
+  tf = require_module("tensorflow")
   tok = tokenization.load_tokenizer(bert_vocab, do_lower_case=True)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
@@ -145,8 +146,8 @@ def test_load_tokenizer_errors(tmp_path, bert_vocab):
 
 
 def test_sentencepiece_adapter(tmp_path, data_dir):
-  spm = pytest.importorskip("sentencepiece")
-  tf = pytest.importorskip("tensorflow")
+  spm = require_module("sentencepiece")
+  tf = require_module("tensorflow")
   lines = [l for l in _wikitext_lines(data_dir, ["valid"]) if l.strip()][:2000]
   spm.SentencePieceTrainer.train(
       sentence_iterator=iter(lines), model_prefix=str(tmp_path / "sp"), vocab_size=1000,
@@ -190,7 +191,7 @@ def test_cached_tokenize_equals_per_character_steps_corner_cases(bert_vocab, do_
 
 
 def test_cached_tokenize_equals_per_character_steps_all_wikitext(data_dir, bert_vocab):
-  # Every line of WikiText-2 (train, valid, test) uncased, as the issue asks; cased and the accent
+  # Every line of WikiText-2 (train, valid, test) uncased; cased and the accent
   # switches on the non-ASCII lines of valid and test (where casing and accents matter most; all of train
   # again would take the test past 30 s: the per-character side runs at ~160,000 word pieces/s).
   lines = _wikitext_lines(data_dir, ["train", "valid", "test"])
