@@ -8,15 +8,13 @@ import sys
 
 import pytest
 
+from conftest import require_data
 from electra_tf.cli import build_data
 
 
 @pytest.fixture
 def dump(data_dir):
-  path = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
-  if not path.exists():
-    pytest.skip(f"no Wikipedia dump at {path}")
-  return path
+  return require_data(data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2", "the Wikipedia dump")
 
 
 def one_error_line(capsys, argv):

@@ -1,6 +1,6 @@
 """Subprocess body of the accumulation test under MirroredStrategy (two logical CPUs, set before TF starts).
 
-  python _gradient_accumulation_worker.py DATA_DIR pretraining|finetuning
+  python _training_step_worker.py DATA_DIR pretraining|finetuning
 pretraining: trains a tiny ELECTRA (dropout on) 10 steps of a global batch of 16 twice: on one device in one
 batch with per-example dropout, and on two replicas with 2 micro-batches each. finetuning: a tiny model on
 sst, 8 steps of 8, dropout on, the same two ways (one job per process: two MirroredStrategy runs in one
@@ -49,7 +49,8 @@ def finetuning_difference(data_dir):
   import tensorflow as tf
   from electra_tf.finetuning.run import FinetuningData
   from electra_tf.finetuning.tasks import get_tasks
-  from electra_tf.finetuning.trainer import Trainer, num_train_steps
+  from electra_tf.finetuning.inputs import num_train_steps
+  from electra_tf.finetuning.trainer import Trainer
   from electra_tf.tokenization import load_tokenizer
   from tests._finetuning_testlib import tiny_config, tsv, write
   root, vocab = pathlib.Path(data_dir) / "ga_finetuning", pathlib.Path(data_dir) / "vocab.txt"

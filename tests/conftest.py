@@ -1,5 +1,16 @@
-"""Shared test fixtures: the real-data directory, the tiny model and quiet TensorFlow."""
+"""Shared test fixtures: the real-data directory, the tiny model and quiet TensorFlow; and the rule that a
+missing test dependency or data file skips a test only outside CI.
 
+Tests ask for an optional module with ``require_module("torch")`` and for a data file with
+``require_data(path)`` (never a bare ``pytest.importorskip`` or ``pytest.skip``): without it the test (or the
+whole file, at module level) is skipped, but with ``CI=true`` (scripts/test.sh under .ci/run) the skip is a
+failure, so a CI run cannot pass with part of the suite silently left out. A skip for the machine itself
+(a GPU-only check on a machine without one) stays a plain ``pytest.skip``. Every run ends with its skip count
+and the reasons.
+"""
+
+import collections
+import importlib
 import os
 import pathlib
 
@@ -38,6 +49,9 @@ def use_two_logical_cpus():
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 
+BERT_VOCAB = "bert-base-uncased-vocab.txt"  # under <data>/vocab/
+
+
 def real_data_dir() -> pathlib.Path:
   """``ELECTRA_TEST_DATA``, default ``../shared/data`` beside the checkout."""
   return pathlib.Path(os.environ.get("ELECTRA_TEST_DATA", REPO_ROOT.parent / "shared" / "data"))
@@ -46,10 +60,86 @@ def real_data_dir() -> pathlib.Path:
 # A developer without the shared data may run the rest of the suite with this set to 1; CI never sets it.
 ALLOW_MISSING_DATA_ENV = "ELECTRA_ALLOW_MISSING_TEST_DATA"
 
+# How a skip for a missing test dependency or data file begins (the hooks below find it by this).
+MISSING = "missing test dependency: "
+
+
+def ci() -> bool:
+  """``CI=true`` (as CI services set it, and .ci/run): a missing test dependency fails the run."""
+  return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+def skip_missing(what: str):
+  """Skips the calling test, or at module level the whole file, because ``what`` (a module, a data file, an
+  installed package) is missing; with ``CI=true`` the test fails instead (``pytest_runtest_makereport``)."""
+  raise pytest.skip.Exception(MISSING + what, allow_module_level=True)
+
+
+def require_module(name: str, why: str = ""):
+  """``import name``, else :func:`skip_missing` (``pytest.importorskip`` that fails under ``CI=true``)."""
+  try:
+    return importlib.import_module(name)
+  except ImportError as e:
+    skip_missing(f"module {name!r} cannot be imported ({e}){'; ' + why if why else ''}")
+
+
+def require_data(path, what: str = "test data") -> pathlib.Path:
+  """``path`` if it exists, else :func:`skip_missing` (a failure under ``CI=true``)."""
+  path = pathlib.Path(path)
+  if not path.exists():
+    skip_missing(f"{what} not found at {path}; set ELECTRA_TEST_DATA to the shared data directory")
+  return path
+
+
+def _missing_reason(report):
+  """The reason of a skip for a missing dependency or data file (``require_*``, ``skip_missing``, or a bare
+  ``pytest.importorskip``); None for any other report."""
+  if not report.skipped or not isinstance(report.longrepr, (tuple, list)):
+    return None
+  reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+  return reason if reason.startswith((MISSING, "could not import ")) else None
+
+
+def _fail_in_ci(report):
+  reason = _missing_reason(report)
+  if reason is not None and ci():
+    report.outcome = "failed"
+    report.longrepr = (f"{reason}\nCI=true: a missing test dependency or data file fails the run instead of "
+                       f"skipping (install requirements-test.txt; set ELECTRA_TEST_DATA)")
+  return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+  del item, call
+  return _fail_in_ci((yield))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+  """A whole file skipped at import (``require_module`` at module level): a collection error under CI."""
+  del collector
+  return _fail_in_ci((yield))
+
+
+def pytest_terminal_summary(terminalreporter):
+  """The skip count, always, with each reason and how many it skipped (on the pytest-xdist controller too,
+  where the workers' reports arrive)."""
+  skipped = terminalreporter.stats.get("skipped", [])
+  reasons = collections.Counter()
+  for report in skipped:
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 else str(longrepr)
+    reasons[reason.removeprefix("Skipped: ")] += 1
+  line = f"skipped: {len(skipped)}"
+  if reasons:
+    line += " (" + "; ".join(f"{n} x {reason}" for reason, n in reasons.most_common()) + ")"
+  terminalreporter.write_line(line)
+
 
 def pytest_collection_modifyitems(config, items):
-  """A run that collects tests needing the real data fails here, before any test runs, when the data is
-  missing: half the suite skipping silently would read as a pass.
+  """A run that collects tests needing the real data (or the BERT vocab in it) fails here, before any test
+  runs, when it is missing: half the suite skipping silently would read as a pass.
 
   Files holding a ``long`` test come first, then those holding ``slow`` ones, and a ``long`` test first in its
   file: pytest-xdist hands out whole files in this order (``--dist loadfile --no-loadscope-reorder``,
@@ -63,12 +153,16 @@ def pytest_collection_modifyitems(config, items):
     weight[item.path] = min(weight.get(item.path, 2), own[item.nodeid])
   # stable: otherwise the order within a file is kept
   items.sort(key=lambda item: (weight[item.path], own[item.nodeid] != 0))
-  needing = [item for item in items if "data_dir" in getattr(item, "fixturenames", ())]
   path = real_data_dir()
-  if needing and not (path / "README.md").exists() and os.environ.get(ALLOW_MISSING_DATA_ENV) != "1":
-    raise pytest.UsageError(
-        f"real test data not found at {path}, and {len(needing)} of the {len(items)} collected tests need it; "
-        f"set ELECTRA_TEST_DATA to the shared data directory, or {ALLOW_MISSING_DATA_ENV}=1 to skip those tests")
+  vocab = path / "vocab" / BERT_VOCAB
+  # (the fixture, what it needs, where that is, the file that must exist)
+  for fixture, what, where, needed in (("data_dir", "real test data", path, path / "README.md"),
+                                       ("bert_vocab", "the BERT vocab", vocab, vocab)):
+    needing = [item for item in items if fixture in getattr(item, "fixturenames", ())]
+    if needing and not needed.exists() and os.environ.get(ALLOW_MISSING_DATA_ENV) != "1":
+      raise pytest.UsageError(
+          f"{what} not found at {where}, and {len(needing)} of the {len(items)} collected tests need it; set "
+          f"ELECTRA_TEST_DATA to the shared data directory, or {ALLOW_MISSING_DATA_ENV}=1 to skip those tests")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -84,15 +178,10 @@ def full_float32_matmuls():
 @pytest.fixture(scope="session")
 def data_dir() -> pathlib.Path:
   path = real_data_dir()
-  if not (path / "README.md").exists():
-    pytest.skip(f"real test data not found at {path} ({ALLOW_MISSING_DATA_ENV}=1); set ELECTRA_TEST_DATA to the "
-                "shared/data directory")
+  require_data(path / "README.md", "the real test data")
   return path
 
 
 @pytest.fixture(scope="session")
 def bert_vocab(data_dir) -> pathlib.Path:
-  path = data_dir / "vocab" / "bert-base-uncased-vocab.txt"
-  if not path.exists():
-    pytest.skip(f"BERT vocab not found at {path}")
-  return path
+  return require_data(data_dir / "vocab" / BERT_VOCAB, "the BERT vocab")

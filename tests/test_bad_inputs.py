@@ -1,120 +1,66 @@
-"""The cheap rows of scripts/bad_input_tour.py (no model is built): each bad input gives exit 2, exactly one
-``error:`` line on stderr and leaves nothing behind."""
-
-import os
-import pathlib
-import subprocess
-import sys
+"""Every case of tests/bad_input_cases.py (the table scripts/bad_input_tour.py prints): the command exits with
+status 2, prints exactly one ``error:`` line containing the case's message and no traceback, and leaves
+nothing behind. Cases that need nothing run first; those on the shared test data next; those on a tiny
+pre-trained model (built once for this file, about a minute on 2 cores) are ``slow``."""
 
 import pytest
 
-from electra_tf.cli import finetune, pretrain
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
-PRETRAIN = REPO / "pretrain" / "run_pretraining.py"
-BUILD_VOCAB = REPO / "data_prep" / "build_vocab.py"
+import bad_input_cases as cases
 
 
-def _corpus(root):
-  d = root / "corpus"
-  d.mkdir()
-  (d / "a.txt").write_text("The cat sat on the mat.\nIt was warm.\n\nA second document here.\n" * 20,
-                           encoding="utf-8")
-  return d
+def _params(needs, *marks):
+  return [pytest.param(case, id=case.name, marks=marks) for case in cases.CASES if case.needs == needs]
 
 
-def _cases(root):
-  corpus = _corpus(root)
-  (root / "empty").mkdir()
-  return {
-      "malformed_hparams": ([PRETRAIN, "--data-dir", root, "--model-name", "m", "--hparams", '{"a": b'],
-                            "not valid JSON"),
-      "unknown_hparam": ([PRETRAIN, "--data-dir", root, "--model-name", "m", "--hparams", '{"learning_rat": 1}'],
-                         "did you mean 'learning_rate'"),
-      "out_of_range": ([PRETRAIN, "--data-dir", root, "--model-name", "m", "--hparams", '{"mask_prob": 2}'],
-                       "'mask_prob'"),
-      "missing_hparams_file": ([PRETRAIN, "--data-dir", root, "--model-name", "m", "--hparams",
-                                root / "nope.json"], "does not exist"),
-      "missing_corpus": ([BUILD_VOCAB, "--corpus-dir", root / "nope", "--output", root / "out" / "v.txt"],
-                         "does not exist"),
-      "empty_corpus": ([BUILD_VOCAB, "--corpus-dir", root / "empty", "--output", root / "v.txt",
-                        "--vocab-size", 300], "no text"),
-      "vocab_output_missing_dir": ([BUILD_VOCAB, "--corpus-dir", corpus, "--output",
-                                    root / "no_such_dir" / "v.txt", "--vocab-size", 300], "no_such_dir"),
-  }
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+  """The good inputs for each level of ``needs``, prepared once for the cases of this file (a failed set-up
+  fails the level's other cases at once, without trying again)."""
+  made = {}
+
+  def get(needs, data=None):
+    if needs not in made:
+      path = tmp_path_factory.mktemp(f"good_inputs_{needs}")
+      try:
+        cases.prepare(path, needs, data)
+        made[needs] = path
+      except Exception as e:  # pylint: disable=broad-except
+        made[needs] = e
+        raise
+    if isinstance(made[needs], Exception):
+      pytest.fail(f"the good inputs could not be set up: {made[needs]}")
+    return made[needs]
+  return get
 
 
-@pytest.mark.parametrize("case", ["malformed_hparams", "unknown_hparam", "out_of_range", "missing_hparams_file",
-                                  "missing_corpus", "empty_corpus", "vocab_output_missing_dir"])
-def test_bad_input_is_one_error_line_and_exit_2(case, tmp_path):
-  argv, expected = _cases(tmp_path)[case]
-  before = {p for p in tmp_path.rglob("*")}
-  result = subprocess.run([sys.executable, *map(str, argv)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), check=False)
-  errors = [l for l in result.stderr.splitlines() if l.startswith("error:")]
-  assert result.returncode == 2, result.stderr[-2000:]
-  assert len(errors) == 1, result.stderr[-2000:]
-  assert expected in errors[0]
-  assert "Traceback" not in result.stderr
-  assert {p for p in tmp_path.rglob("*")} == before
+def _check(case, scene):
+  outcome = cases.run_case(case, scene, timeout=600)
+  assert not outcome.problems(case), outcome.report(case)
 
 
-def _latin1_json(root):
-  """An hparams file saved as Latin-1: the e-acute is the byte 0xE9, not UTF-8."""
-  path = root / "hparams.json"
-  path.write_bytes('{"model_name_suffix": "caf\u00e9"}'.encode("latin-1"))
-  return path
+@pytest.mark.parametrize("case", _params(cases.NOTHING))
+def test_a_bad_input_is_one_error_line_and_exit_2(case, inputs, tmp_path):
+  _check(case, cases.Scene(tmp_path, inputs(cases.NOTHING)))
 
 
-# The --hparams rows run the commands' main() in this process (the same run_cli that turns an ElectraError
-# into one line): each parse fails before TensorFlow or any output is touched.
-HPARAMS_CASES = {
-    # Python's json reads NaN and Infinity, and NaN passes every range comparison.
-    "nan_hparam": (pretrain, '{"mask_prob": NaN}', "hparam 'mask_prob': nan is not a finite number"),
-    "nan_finetuning_hparam": (finetune, '{"warmup_proportion": NaN}',
-                              "hparam 'warmup_proportion': nan is not a finite number"),
-    "infinite_hparam": (finetune, '{"num_train_epochs": Infinity}',
-                        "hparam 'num_train_epochs': inf is not a finite number"),
-    "overflowing_hparam": (pretrain, '{"model_hparam_overrides": {"initializer_range": 1e999}}',
-                           "hparam 'model_hparam_overrides.initializer_range': inf is not a finite number"),
-    "hparams_file_not_utf8": (pretrain, _latin1_json, "is not UTF-8 text"),
-    "hparam_set_by_a_flag": (pretrain, '{"model_name": "other"}', "hparam 'model_name' is set by --model-name"),
-}
+@pytest.mark.parametrize("case", _params(cases.DATA))
+def test_a_bad_input_made_from_the_test_data_is_one_error_line_and_exit_2(case, inputs, data_dir, bert_vocab,
+                                                                         tmp_path):
+  del bert_vocab  # required: prepare copies it
+  _check(case, cases.Scene(tmp_path, inputs(cases.DATA, data_dir), data_dir))
 
 
-@pytest.mark.parametrize("case", sorted(HPARAMS_CASES))
-def test_bad_hparams_are_one_error_line_and_exit_2(case, tmp_path, capsys):
-  command, hparams, expected = HPARAMS_CASES[case]
-  hparams = hparams(tmp_path) if callable(hparams) else hparams
-  before = {p for p in tmp_path.rglob("*")}
-  argv = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", str(hparams)]
-  code = command.main(argv + (["--task", "sst"] if command is finetune else []))
-  lines = capsys.readouterr().err.splitlines()
-  assert code == 2, lines
-  assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
-  assert {p for p in tmp_path.rglob("*")} == before
+@pytest.mark.parametrize("case", _params(cases.MODEL, pytest.mark.slow))
+def test_a_bad_input_on_a_pre_trained_model_is_one_error_line_and_exit_2(case, inputs, data_dir, bert_vocab,
+                                                                        tmp_path):
+  del bert_vocab
+  _check(case, cases.Scene(tmp_path, inputs(cases.MODEL, data_dir), data_dir))
 
 
-@pytest.mark.parametrize("seeds", ["-1", "0"])
-def test_quickstart_refuses_a_seed_count_below_one(seeds, capsys):
-  """--seeds -1 used to fine-tune forever (negative num_trials means 'until stopped')."""
-  from electra_tf import quickstart  # pylint: disable=g-import-not-at-top  (loads the trainers)
-  with pytest.raises(SystemExit) as exit_info:
-    quickstart.parse_args(["--seeds", seeds])
-  assert exit_info.value.code == 2
-  assert f"error: argument --seeds: must be at least 1, got {seeds}" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("command", ["build_vocab", "build_data", "pretrain", "finetune", "convert", "quickstart"])
-def test_a_flag_error_is_one_line_naming_the_help(command, capsys):
-  """argparse's own errors (an unknown flag, a mistyped value) follow the same rule as every other bad input:
-  one ``error:`` line and exit 2, not the usage block followed by ``<prog>: error:``."""
-  import importlib  # pylint: disable=g-import-not-at-top
-  module = importlib.import_module("electra_tf.quickstart" if command == "quickstart" else f"electra_tf.cli.{command}")
-  argv = {"convert": ["inspect", "x"], "build_vocab": ["--output", "x"]}.get(command, []) + ["--no-such-flag"]
-  with pytest.raises(SystemExit) as exit_info:
-    module.main(argv)
-  assert exit_info.value.code == 2
-  lines = capsys.readouterr().err.splitlines()
-  assert len(lines) == 1 and lines[0].startswith("error: unrecognized arguments: --no-such-flag (see "), lines
-  assert lines[0].endswith(" --help)"), lines
+def test_every_case_is_a_test_once():
+  """No case can drop out of the tests: each has a unique name and one of the levels the tests above take."""
+  names = [case.name for case in cases.CASES]
+  assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+  assert {case.needs for case in cases.CASES} <= set(cases.NEEDS)
+  assert sum(len(_params(needs)) for needs in cases.NEEDS) == len(cases.CASES)
+  assert all(case.exit == 2 and case.message and "MESSAGE" not in case.message for case in cases.CASES)

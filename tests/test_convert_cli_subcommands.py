@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import require_module
 from electra_tf.cli.convert import main
 from electra_tf.convert import read_source, source_from_networks, write_hf
 from electra_tf.configs import FinetuningConfig
@@ -62,8 +63,8 @@ def test_export_tf1_reads_back_with_the_same_values(pretrained, tmp_path, capsys
 
 
 def test_export_hf_encoder_gives_the_same_hidden_states(pretrained, tmp_path, capsys):
-  transformers = pytest.importorskip("transformers")
-  torch = pytest.importorskip("torch")
+  transformers = require_module("transformers")
+  torch = require_module("torch")
   nets, _, model_dir = pretrained
   _cli(["export-hf", model_dir, "--what", "encoder", "-o", str(tmp_path / "enc")], capsys)
   hf, info = transformers.ElectraModel.from_pretrained(str(tmp_path / "enc"), output_loading_info=True)
@@ -81,8 +82,8 @@ def test_export_hf_encoder_gives_the_same_hidden_states(pretrained, tmp_path, ca
 
 
 def test_export_hf_generator_gives_the_same_logits(pretrained, tmp_path, capsys):
-  transformers = pytest.importorskip("transformers")
-  pytest.importorskip("torch")
+  transformers = require_module("transformers")
+  require_module("torch")
   nets, _, model_dir = pretrained
   _cli(["export-hf", model_dir, "--what", "generator", "-o", str(tmp_path / "gen")], capsys)
   hf, info = transformers.ElectraForMaskedLM.from_pretrained(str(tmp_path / "gen"), output_loading_info=True)

@@ -6,13 +6,14 @@ import json
 import numpy as np
 import pytest
 
+from conftest import require_module
 from electra_tf.convert import read_source, source_from_networks, write_hf, load_pretrained_weights
 from electra_tf.convert.architecture import ConversionError
 
 import _convert_testlib as lib
 
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("torch")
+transformers = require_module("transformers")
+require_module("torch")
 
 TOLERANCE = 1e-4
 

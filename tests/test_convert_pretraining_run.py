@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pytest
 
+from conftest import require_module
 import _convert_testlib as convert_lib
 
 
@@ -55,8 +56,8 @@ def test_inspect_reads_the_run_at_its_latest_or_a_given_step(run, capsys):
 
 
 def test_export_hf_of_the_run_gives_the_trained_discriminators_logits(run, tmp_path, capsys):
-  transformers = pytest.importorskip("transformers")
-  pytest.importorskip("torch")
+  transformers = require_module("transformers")
+  require_module("torch")
   cfg, t = run
   out = tmp_path / "hf"
   code, _, err = _convert(["export-hf", cfg.model_dir, "--output", str(out)], capsys)

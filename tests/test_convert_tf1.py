@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import require_module
 from electra_tf.convert import (infer_architecture, load_pretrained_weights, read_source, write_model_dir,
                                 write_tf1)
 
@@ -87,8 +88,8 @@ def imported(reference_ckpt, tmp_path_factory):
 
 
 def _transformers_model(prefix, which):
-  transformers = pytest.importorskip("transformers")
-  pytest.importorskip("torch")
+  transformers = require_module("transformers")
+  require_module("torch")
   from transformers.models.electra.modeling_electra import load_tf_weights_in_electra
   hidden, layers = (H, L) if which == "discriminator" else (HG, LG)
   config = transformers.ElectraConfig(vocab_size=V, embedding_size=E, hidden_size=hidden, num_hidden_layers=layers,

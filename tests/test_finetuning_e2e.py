@@ -10,6 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
+from conftest import require_module
 from electra_tf.finetuning import run_finetuning
 from electra_tf.finetuning.run import FinetuningRun
 from electra_tf.finetuning.scorers import squad_v1_evaluate
@@ -240,7 +241,7 @@ def test_cli_errors_are_one_line(tmp_path, bert_vocab, capsys):
 
 
 def test_tfds_source_sst2_and_squad_mocked(tmp_path, bert_vocab):
-  tfds = pytest.importorskip("tensorflow_datasets")
+  tfds = require_module("tensorflow_datasets")
   from electra_tf.finetuning.tasks import get_task  # pylint: disable=g-import-not-at-top
   from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
   with tfds.testing.mock_data(num_examples=24):

@@ -13,7 +13,8 @@ import tensorflow as tf
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning.run import FinetuningData, FinetuningRun
 from electra_tf.finetuning.tasks import get_tasks
-from electra_tf.finetuning.trainer import Trainer, num_train_steps
+from electra_tf.finetuning.inputs import num_train_steps
+from electra_tf.finetuning.trainer import Trainer
 from electra_tf.training.loop import loop_length
 from electra_tf.hparams import HParamError
 from electra_tf.pretraining import evaluation
@@ -65,14 +66,14 @@ def _train(tmp_path, bert_vocab, tokenizer, **hparams):
   steps, per_epoch = num_train_steps(n_padded, 2, 2.0), n_padded // 2
   trainer = Trainer(cfg, tasks, tf.distribute.OneDeviceStrategy("/cpu:0"), seed=0)
   trainer.make_optimizer(steps)
-  compiled = trainer._build_train_loop()  # pylint: disable=protected-access
+  compiled = trainer.runner.train_loop()
   calls, checkpoints = [], []
 
   def counting_loop(iterator, num_steps):
     calls.append(int(num_steps))
     return compiled(iterator, num_steps)
 
-  trainer._train_loop = counting_loop  # pylint: disable=protected-access
+  trainer.runner._loop = counting_loop  # pylint: disable=protected-access
   epochs = []
   trainer.train(arrays, steps, per_epoch, on_epoch_end=epochs.append, progress=False,
                 on_checkpoint=checkpoints.append)

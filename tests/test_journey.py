@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import TINY_MODEL
+from conftest import TINY_MODEL, require_module
 
 pytestmark = pytest.mark.slow
 
@@ -95,8 +95,8 @@ def _python_logits(model_dir, vocab_file, sentences):
 
 @pytest.mark.parametrize("kind", ["wordpiece", "sentencepiece"])
 def test_journey_from_raw_text_to_transformers_and_a_served_model(kind, corpus, tmp_path, data_dir, capsys):
-  transformers = pytest.importorskip("transformers")
-  torch = pytest.importorskip("torch")
+  transformers = require_module("transformers")
+  torch = require_module("torch")
   from electra_tf import tokenization
   from electra_tf.cli import build_data, build_vocab, convert, finetune, pretrain
   from electra_tf.convert import load_pretrained_weights

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import _convert_testlib as convert_lib
-from conftest import TINY_MODEL
+from conftest import TINY_MODEL, require_module, skip_missing
 
-keras_hub = pytest.importorskip("keras_hub")
+keras_hub = require_module("keras_hub")
 
 # A keras-hub backbone unlike any preset size: E != H (the projection), 4 heads of width 8 (not H // 64).
 KH_DIMS = dict(vocab_size=120, num_layers=2, num_heads=4, hidden_dim=32, embedding_dim=16, intermediate_dim=48,
@@ -149,7 +149,7 @@ def _reviews(n):
   try:
     imdb, _ = sample_data.read_reviews()
   except SampleDataError as e:
-    pytest.skip(str(e))
+    skip_missing(str(e))
   return imdb[:n]
 
 
@@ -267,8 +267,8 @@ def run(tmp_path_factory, data_dir, bert_vocab):
 
 @pytest.mark.slow
 def test_a_pretraining_runs_preset_gives_the_runs_and_transformers_outputs(run, tmp_path, capsys):
-  transformers = pytest.importorskip("transformers")
-  torch = pytest.importorskip("torch")
+  transformers = require_module("transformers")
+  torch = require_module("torch")
   from electra_tf.checkpoint_names import reference_variables
   from electra_tf.convert import load_pretrained_weights
   from electra_tf.modeling import build_pretraining_networks

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import require_module
 from electra_tf import checkpoint_names, configs, convert
 from electra_tf.convert import hf_mapping
 from electra_tf.modeling import build_pretraining_networks
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = require_module("torch")
+transformers = require_module("transformers")
 
 # Max |difference| allowed at every hidden state and the logits (float32 on CPU). Measured 2026-11-25 on
 # perturbed weights (test_perturbed_transformers_checkpoint_loads_to_the_same_outputs, printed with -s), hidden

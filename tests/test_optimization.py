@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import require_module
+
 
 def test_learning_rate_schedule_hand_computed():
   from electra_tf.optimization import learning_rate_schedule
@@ -84,7 +86,7 @@ def test_adam_without_bias_correction_and_weight_decay_exclusion():
 
 def test_bias_correction_matches_torch_adam():
   """``bias_correction=True`` is Adam's update exactly (torch.optim.Adam as the independent reference)."""
-  torch = pytest.importorskip("torch")
+  torch = require_module("torch")
   import keras
   from electra_tf.optimization import AdamWeightDecay
   rng = np.random.default_rng(0)

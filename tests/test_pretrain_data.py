@@ -9,13 +9,14 @@ import sys
 
 import pytest
 
+from conftest import require_data, require_module
 from electra_tf import tokenization
 from electra_tf.pretrain_data import build, corpus, metadata
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "data_prep"))
 import build_pretraining_dataset as cli  # pylint: disable=wrong-import-position
 
-tf = pytest.importorskip("tensorflow")
+tf = require_module("tensorflow")
 
 
 def _write_corpus(data_dir, directory, num_lines=400, split="valid"):
@@ -227,9 +228,7 @@ def test_text_reader_follows_reference_rules(tmp_path):
 
 
 def test_wikipedia_dump(tmp_path, data_dir, bert_vocab):
-  dump = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
-  if not dump.exists():
-    pytest.skip("no Wikipedia dump in the test data")
+  dump = require_data(data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2", "the Wikipedia dump")
   docs = list(corpus.iter_wikipedia_dump(str(dump)))
   assert len(docs) == 5  # five articles, one document each
   text = " ".join(s for d in docs for s in d)
@@ -256,7 +255,7 @@ def test_books_dir(tmp_path):
 def test_tfds_corpus_through_tensorflow_datasets_mocking(tmp_path, bert_vocab):
   """``iter_tfds`` and a build from it, on tensorflow-datasets' offline mock of the Wikipedia set: one
   record = one document of its text's sentences; a wrong text key names the features there are."""
-  tfds = pytest.importorskip("tensorflow_datasets")
+  tfds = require_module("tensorflow_datasets")
   name = "wikipedia/20230601.en"
   with tfds.testing.mock_data(num_examples=12):
     texts = [r["text"].decode("utf-8") for r in tfds.as_numpy(tfds.load(name, split="train"))]

@@ -18,8 +18,10 @@ import sys
 
 import pytest
 
-beam = pytest.importorskip("apache_beam")
-tf = pytest.importorskip("tensorflow")
+from conftest import require_data, require_module
+
+beam = require_module("apache_beam")
+tf = require_module("tensorflow")
 
 from electra_tf.pretrain_data import beam_pipeline, build, verify  # pylint: disable=wrong-import-position
 
@@ -115,7 +117,7 @@ def test_beam_reads_tensorflow_datasets(tmp_path, bert_vocab):
   """The tfds source (tensorflow-datasets' offline mock, so in this process): the same examples as the
   local builder from the same records. The mock's records are one short sentence each, so here the seeded
   draw that matters is which documents are held out."""
-  tfds = pytest.importorskip("tensorflow_datasets")
+  tfds = require_module("tensorflow_datasets")
   source = {"name": "wikipedia/20230601.en", "split": "train", "text_key": "text"}
   settings = dict(max_seq_length=32, num_shards=2, seed=3, tfds=source, eval_fraction=0.4)
   with tfds.testing.mock_data(num_examples=16):
@@ -191,9 +193,7 @@ def test_dataflow_needs_cloud_storage_paths(tmp_path, bert_vocab):
 def test_a_failed_pipeline_leaves_no_output(tmp_path, data_dir, bert_vocab, capsys):
   """A truncated dump fails on a worker: the command prints the reader's one line and exits 2, the old
   output stays as it was and no temporary directory is left."""
-  dump = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
-  if not dump.exists():
-    pytest.skip("no Wikipedia dump in the test data")
+  dump = require_data(data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2", "the Wikipedia dump")
   cut = tmp_path / "cut.xml.bz2"
   cut.write_bytes(dump.read_bytes()[:len(dump.read_bytes()) // 2])
   out = tmp_path / "out"

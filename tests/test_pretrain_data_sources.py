@@ -13,11 +13,12 @@ import tarfile
 
 import pytest
 
+from conftest import require_module
 from _data_prep_testlib import benchmark_module, dump, one_error_line  # pylint: disable=unused-import
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import build, corpus, openwebtext, units
 
-tf = pytest.importorskip("tensorflow")
+tf = require_module("tensorflow")
 
 BASE = ["--num-shards", "2", "--no-progress"]
 
@@ -69,9 +70,8 @@ def test_multistream_dump_is_read_by_stream_ranges(tmp_path, dump, bert_vocab):
   assert _files(tmp_path / "one") == _files(tmp_path / "two")
   assert one["num_documents"] == 5 and one["num_files_read"] == 1
 
-  beam_pipeline = pytest.importorskip("electra_tf.pretrain_data.beam_pipeline")
-  if beam_pipeline.beam is None:
-    pytest.skip("apache-beam not installed")
+  require_module("apache_beam")
+  from electra_tf.pretrain_data import beam_pipeline  # pylint: disable=import-outside-toplevel
   meta = beam_pipeline.build_with_beam(tmp_path / "beam", bert_vocab, "DirectRunner",
                                        ["--direct_num_workers=1", "--direct_running_mode=in_memory"],
                                        **{k: v for k, v in kw.items() if k != "progress"})
@@ -171,9 +171,8 @@ def test_openwebtext_archives_and_tarball(tmp_path, data_dir, bert_vocab):
   meta = json.loads((tmp_path / "one" / "metadata.json").read_text())
   assert meta["splits"]["eval"]["num_examples"] > 0
 
-  beam_pipeline = pytest.importorskip("electra_tf.pretrain_data.beam_pipeline")
-  if beam_pipeline.beam is None:
-    pytest.skip("apache-beam not installed")
+  require_module("apache_beam")
+  from electra_tf.pretrain_data import beam_pipeline  # pylint: disable=import-outside-toplevel
   beam_pipeline.build_with_beam(tmp_path / "beam", bert_vocab, "DirectRunner",
                                 ["--direct_num_workers=1", "--direct_running_mode=in_memory"],
                                 openwebtext=str(owt_dir), **{k: v for k, v in kw.items() if k != "progress"})

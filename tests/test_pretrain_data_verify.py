@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from conftest import require_module
 import _pretraining_testlib as lib
 from electra_tf import tokenization
 from electra_tf.pretrain_data import build, dataset, verify
@@ -18,7 +19,7 @@ from electra_tf.pretrain_data import build, dataset, verify
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "data_prep"))
 import build_pretraining_dataset as cli  # pylint: disable=wrong-import-position
 
-tf = pytest.importorskip("tensorflow")
+tf = require_module("tensorflow")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LEN = 32

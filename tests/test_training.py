@@ -73,7 +73,7 @@ def _kill_after_loops(monkeypatch, trial_to_kill: int, loops: int):
     return counted
 
   monkeypatch.setattr(trainer_lib.Trainer, "train", train)
-  monkeypatch.setattr(trainer_lib.loop, "compile_loop", compile_loop)
+  monkeypatch.setattr(loop, "compile_loop", compile_loop)
 
 
 @pytest.mark.slow
@@ -152,7 +152,7 @@ def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_consta
   bit for bit. A run of another shape gets a trainer of its own."""
   from electra_tf import optimization
   from electra_tf.finetuning import run as run_lib, trainer as trainer_lib
-  from electra_tf.training import loop
+  from electra_tf.training import loop, runner as runner_lib
   compiled = []
   original_compile = loop.compile_loop
 
@@ -175,7 +175,7 @@ def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_consta
     return optimization.create_optimizer(*args, **{**kwargs, "settable_schedule": False})
 
   with monkeypatch.context() as m:
-    m.setattr(trainer_lib, "create_optimizer", constant_schedule_optimizer)
+    m.setattr(runner_lib, "create_optimizer", constant_schedule_optimizer)
     fresh = run_lib.FinetuningRun(_config(sst_root, bert_vocab, "fresh_b", **grid_point), progress=False)
     fresh_results = fresh.run()
     assert type(fresh._trainer.schedule) is optimization.ReferenceSchedule  # pylint: disable=protected-access
@@ -255,14 +255,14 @@ def test_nan_loss_in_fine_tuning_is_one_error_line(sst_root, bert_vocab, monkeyp
   from electra_tf.errors import ElectraError
   from electra_tf.finetuning import trainer as trainer_lib
   from electra_tf.finetuning.run import FinetuningRun
-  forward = trainer_lib._Objective.forward  # pylint: disable=protected-access
+  forward = trainer_lib.Trainer.forward
 
   def poisoned(self, features, step, *args):
     loss, values = forward(self, features, step, *args)
     loss = loss + tf.where(step >= 3, np.nan, 0.0)
     return loss, {"loss": loss}
 
-  monkeypatch.setattr(trainer_lib._Objective, "forward", poisoned)  # pylint: disable=protected-access
+  monkeypatch.setattr(trainer_lib.Trainer, "forward", poisoned)
   with pytest.raises(ElectraError) as e:
     FinetuningRun(_config(sst_root, bert_vocab, "nan"), progress=False).run()
   message = str(e.value)
@@ -271,7 +271,7 @@ def test_nan_loss_in_fine_tuning_is_one_error_line(sst_root, bert_vocab, monkeyp
 
 
 def _worker(job, mode, root, vocab):
-  proc = subprocess.run([sys.executable, os.path.join(HERE, "_training_runtime_worker.py"), job, mode, str(root),
+  proc = subprocess.run([sys.executable, os.path.join(HERE, "_training_worker.py"), job, mode, str(root),
                          str(vocab)], capture_output=True, text=True, timeout=600,
                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Resuming from a run's own checkpoints when the newest one is damaged (``training.checkpointing``).
+"""Resuming from a run's own checkpoints when the newest one is damaged (``training/checkpointing.py``).
 
 A ``.data`` file cut short (a full disk, an interrupted copy) still opens through its ``.index``; the damage
 shows only when the values are read. The run resumes from the newest earlier checkpoint that reads, with a

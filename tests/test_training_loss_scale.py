@@ -1,4 +1,4 @@
-"""Dynamic loss scaling (``pretraining/loss_scale.py``): overflow skips the update and halves the scale,
+"""Dynamic loss scaling (``training/loss_scale.py``, both jobs): overflow skips the update and halves the scale,
 finite steps grow it back after the growth interval."""
 
 import numpy as np

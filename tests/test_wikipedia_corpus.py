@@ -8,12 +8,13 @@ import shutil
 
 import pytest
 
+from conftest import require_module
 from _data_prep_testlib import benchmark_module, dump, one_error_line  # pylint: disable=unused-import
 from electra_tf.cli import build_data
 from electra_tf.errors import DataPrepError
 from electra_tf.pretrain_data import corpus
 
-tf = pytest.importorskip("tensorflow")
+tf = require_module("tensorflow")
 
 
 def _tokens(out_dir, vocab_file):
