@@ -548,5 +548,35 @@ CASES: typing.List[Case] = [
       for command, program in (("build_vocab", "build_vocab.py"), ("build_data", "build_pretraining_dataset.py"),
                                ("pretrain", "run_pretraining.py"), ("finetune", "run_finetuning.py"),
                                ("convert", "python -m electra_tf.convert"), ("quickstart", "quickstart.py"))),
-    # -- fine-tuning on a user's own files (CSV / JSON Lines): append those cases here
+    # -- fine-tuning on a user's own files (CSV / JSON Lines / CoNLL)
+    Case("own_file_missing_column", "own CSV without the --text-column it names", DATA,
+         lambda s: _own(s, "own1", "train.csv", "review,label\nfine film,pos\ndull,neg\n", "--text-column", "body"),
+         "no column 'body' (--text-column); the file's columns are 'review', 'label'"),
+    Case("own_file_empty", "own CSV that is empty", DATA, lambda s: _own(s, "own2", "train.csv", ""),
+         "train.csv: empty file"),
+    Case("own_file_dev_label_unseen", "own dev CSV with a label the training file never has", DATA,
+         lambda s: _own(s, "own3", "train.csv", "text,label\nfine film,pos\ndull,neg\n", "--dev-file",
+                        s.file("own3/dev.csv", "text,label\nok,pos\nmeh,sport\n")),
+         "dev.csv:3: label 'sport' never occurs in the training file"),
+    Case("own_file_missing_label", "own CSV training row without a label", DATA,
+         lambda s: _own(s, "own4", "train.csv", "text,label\nfine film,pos\nbad film,\ndull,neg\n"),
+         "train.csv:3: no label in column 'label'; fill it in or drop the row"),
+    Case("own_file_mixed_label_types", "own JSON Lines with integer and text labels", DATA,
+         lambda s: _own(s, "own5", "train.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": "pos"}\n'),
+         "train.jsonl:2: mixed label types: line 1 has an integer label, line 2 text"),
+    Case("own_file_malformed_json", "own JSON Lines with a malformed line", DATA,
+         lambda s: _own(s, "own6", "train.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", label}\n'),
+         "train.jsonl:2: malformed JSON"),
+    Case("own_file_not_utf8", "own CSV in Latin-1, not UTF-8", DATA,
+         lambda s: _own(s, "own7", "train.csv", "text,label\ncaf\xe9,x\nthe,y\n".encode("latin-1")),
+         "train.csv:2: not UTF-8 text (byte 0xe9); save the file as UTF-8"),
+    Case("own_file_tags_length", "own tagging JSON Lines with fewer tags than tokens", DATA,
+         lambda s: _own(s, "own8", "train.jsonl", '{"tokens": ["The", "cat"], "tags": ["DT"]}\n'),
+         "train.jsonl:1: 2 tokens but 1 tags; give one tag per token"),
 ]
+
+
+def _own(s, name, file_name, text, *flags):
+  """Fine-tuning on the user's own training file ``text`` (``good/`` has the BERT vocab; random weights)."""
+  return [FINETUNE, "--data-dir", s.good, "--model-name", name, "--init-checkpoint", "none", "--task-name", name,
+          "--train-file", s.file(f"{name}/{file_name}", text), *flags]
