@@ -184,7 +184,7 @@ def test_squad_layout_qa_answers_with_character_spans(root, capsys):
     assert r["answer"] == "" or contexts[r["id"]][r["start"]:r["end"]] == r["answer"]
 
 
-def test_regression_and_multilabel_columns(root, capsys):
+def test_regression_and_multilabel_columns(root, capsys, monkeypatch):
   rows = polarity_rows("train", 300)
   dev_rows = polarity_rows("dev", 80)
 
@@ -199,6 +199,16 @@ def test_regression_and_multilabel_columns(root, capsys):
   values = [r["value"] for r in read_jsonl(root / "len.jsonl")]
   gold = [len(t.split()) for t, _ in dev_rows]
   assert 100 * scipy.stats.pearsonr(gold, values)[0] == pytest.approx(reported["pearson"], abs=1e-6)
+  # the same rows from standard input, predictions to standard output
+  import io
+  import sys
+  stdin = io.TextIOWrapper(io.BytesIO(open(dev, "rb").read()), encoding="utf-8")
+  capsys.readouterr()
+  monkeypatch.setattr(sys, "stdin", stdin)
+  assert predict_cli.main(["--data-dir", str(root), "--model-name", "m", "--task-name", "length", "--input", "-",
+                           "--input-format", "csv", "--no-progress"]) == 0
+  streamed = [json.loads(line)["value"] for line in capsys.readouterr().out.splitlines()]
+  assert streamed == values
   finetune(root, "--task-name", "multi", "--train-file", train, "--dev-file", dev, "--label-column", "tags",
            "--label-separator", ";")
   reported = results(root, "multi")["trials"][0]["multi"]
