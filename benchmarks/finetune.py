@@ -84,7 +84,8 @@ def length_buckets(widths, size, seq_len, batch, steps, rounds, pos_dir, vocab_f
   from electra_tf.runtime import select_strategy  # pylint: disable=g-import-not-at-top
   from electra_tf.finetuning.base import stack_features  # pylint: disable=g-import-not-at-top
   from electra_tf.finetuning.tasks import get_tasks  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetuning.trainer import Trainer, make_dataset  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetuning.inputs import make_dataset  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetuning.trainer import Trainer  # pylint: disable=g-import-not-at-top
   from electra_tf.tokenization import load_tokenizer  # pylint: disable=g-import-not-at-top
 
   raw = tempfile.mkdtemp()

@@ -53,6 +53,7 @@ if not __package__:  # run as a file: the package's modules are not importable
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # pylint: disable=wrong-import-position
+from electra_tf.cli.common import run_cli
 from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import FinetuningConfig
 from electra_tf.finetuning import baselines, get_task, selection, splits
@@ -604,11 +605,16 @@ def parse_args(argv=None):
   return args
 
 
-def main(argv=None) -> int:
-  args = parse_args(argv)
+def _main(args):
   run(args)
-  return 0
+  return
 
+
+
+def main(argv=None) -> int:
+  """Runs the experiment; a user-fixable error (``ElectraError``) is one ``error:`` line and exit status 2."""
+  args = parse_args(argv)
+  return run_cli(lambda: _main(args))
 
 if __name__ == "__main__":
   sys.exit(main())

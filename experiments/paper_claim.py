@@ -69,6 +69,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.cli.common import run_cli
 from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import PretrainingConfig
 from electra_tf.finetuning import selection, tagging
@@ -655,8 +656,7 @@ def parse_args(argv=None):
   return args
 
 
-def main(argv=None) -> int:
-  args = parse_args(argv)
+def _main(args):
   logging.basicConfig(level=logging.INFO, format="%(message)s")  # the library's notes, e.g. weights loaded
   last = STAGES.index(args.until)
   started = time.time()
@@ -670,21 +670,21 @@ def main(argv=None) -> int:
       f"{data['pos']['dev']['sentences']}; held-out unigram baseline "
       f"{data['heldout_unigram_baseline']['accuracy']:.3f}")
   if last < 1:
-    return 0
+    return
   sweep = stage_sweep(args, vocab_size)
   log("chosen peak LRs: " + ", ".join(f"{m} {c['learning_rate']:g}" for m, c in sweep["chosen"].items()))
   if last < 2:
-    return 0
+    return
   lengths = stage_pretrain(args, vocab_size, sweep["chosen"])
   for length in lengths:
     c = length["compute"]
     log(f"equal compute at {length['steps']} ELECTRA steps: MLM {c['flops_equal_mlm_steps']} steps by FLOPs "
         f"(primary), {c['wallclock_equal_mlm_steps']} by measured wall-clock")
   if last < 3:
-    return 0
+    return
   la, finetuning = stage_finetune(args, lengths)
   if last < 4 or args.shard != 0:
-    return 0
+    return
   le.report(la)
   summary = summarize(args, data, sweep, lengths, finetuning)
   summary["plot"] = os.path.join(args.work_dir, "plots", "paper_claim.png")
@@ -695,8 +695,14 @@ def main(argv=None) -> int:
   atomic_write(os.path.join(args.work_dir, "summary.md"), table)
   print(table, end="", flush=True)
   log(f"summary: {os.path.join(args.work_dir, 'summary.json')}, {summary['plot']}")
-  return 0
+  return
 
+
+
+def main(argv=None) -> int:
+  """Runs the experiment; a user-fixable error (``ElectraError``) is one ``error:`` line and exit status 2."""
+  args = parse_args(argv)
+  return run_cli(lambda: _main(args))
 
 if __name__ == "__main__":
   sys.exit(main())

@@ -47,6 +47,7 @@ if not __package__:  # run as a file: the package's modules are not importable
 # pylint: disable=wrong-import-position
 import tensorflow as tf
 
+from electra_tf.cli.common import run_cli
 from electra_tf import presets, reporting, sample_data
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning import selection
@@ -346,26 +347,31 @@ def parse_args(argv=None):
   return p.parse_args(argv)
 
 
-def main(argv=None) -> int:
-  args = parse_args(argv)
+def _main(args):
   args.finetune_seeds = [int(s) for s in args.finetune_seeds.split(",") if s.strip()]
   logging.basicConfig(level=logging.INFO, format="%(message)s")
   if args.table:
     print(markdown_table(read_rows(args.out)), end="")
-    return 0
+    return
   if not args.dry_run:
     sample_data.ensure_sample_setup(args.data_dir)
   if args.baseline:
     run_baseline(args)
-    return 0
+    return
   if "=" in args.points:
     points = [parse_point(s) for s in args.points.split(";") if s.strip()]
   else:
     steps_c = [int(s) for s in args.steps.split(",") if s.strip()]
     points = stage_points(args.points.strip().upper(), read_rows(args.out), steps_c)
   run_points(args, points)
-  return 0
+  return
 
+
+
+def main(argv=None) -> int:
+  """Runs the experiment; a user-fixable error (``ElectraError``) is one ``error:`` line and exit status 2."""
+  args = parse_args(argv)
+  return run_cli(lambda: _main(args))
 
 if __name__ == "__main__":
   sys.exit(main())

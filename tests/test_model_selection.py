@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from electra_tf.errors import HParamError
+from electra_tf.errors import FinetuningError, HParamError
 from electra_tf.finetuning import selection, splits
 from electra_tf.finetuning.tagging import read_conll
 from electra_tf.finetuning.tasks import get_task
@@ -261,7 +261,7 @@ def test_a_stopped_trial_ends_the_selection_with_the_rerun_line(monkeypatch):
 
   from electra_tf.finetuning import run as run_lib
   monkeypatch.setattr(run_lib, "FinetuningRun", StoppedRun)
-  with pytest.raises(SystemExit, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command"):
+  with pytest.raises(FinetuningError, match=r"peak LR 0.001, 2 epochs, seed 1 stopped by a signal; rerun the same command"):
     selection.finetune_score(lambda **kw: kw, selection.Setting(1e-3, 2), 1, "root", "sst", "accuracy")
 
 

@@ -2,8 +2,9 @@
 of the best one, and early stopping after ``early_stopping_patience`` evaluations without improvement.
 
 The score is the task's main metric on the validation split carved from training (``primary_metric``), never
-dev. The best weights are also written beside the trial's resumable checkpoint, so a trial stopped by a signal
-resumes with the best epoch it had found.
+dev. The best weights are also written beside the trial's resumable checkpoint (by the chief of a multi-worker
+job; every worker keeps them in memory and reads them back), so a trial stopped by a signal resumes with the
+best epoch it had found.
 """
 
 import json
@@ -35,8 +36,8 @@ def score_of(results: typing.Mapping[str, typing.Mapping[str, float]]) -> float:
 class BestEpoch:
   """The best validation score of a trial so far, its epoch and a copy of its weights."""
 
-  def __init__(self, model, patience: int = 0, state_dir: typing.Optional[str] = None):
-    self.model, self.patience, self.state_dir = model, patience, state_dir
+  def __init__(self, model, patience: int = 0, state_dir: typing.Optional[str] = None, writes: bool = True):
+    self.model, self.patience, self.state_dir, self.writes = model, patience, state_dir, writes
     self.score = self.epoch = None
     self.weights = None
     self.since_best = 0
@@ -74,7 +75,7 @@ class BestEpoch:
     return os.path.join(self.state_dir, "best_epoch.json"), os.path.join(self.state_dir, "best_epoch.npz")
 
   def _save(self, weights: bool = True):
-    if not self.state_dir:
+    if not self.state_dir or not self.writes:
       return
     meta, arrays = self._paths()
     fileio.makedirs(self.state_dir)

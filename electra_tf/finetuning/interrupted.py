@@ -5,7 +5,8 @@ step and input position) under ``<model_dir>/finetuning_resume/<tasks>/trial_<t>
 ``state.json`` beside it: the interrupted trial, the results of the trials already finished, and the hparams.
 The next run of the same command (same hparams; ``num_trials`` may change) keeps those results, resumes the
 trial exactly where it stopped and goes on; once every trial is done the directory is removed. Without a
-``state.json`` (no interruption, or a crash) a run starts from scratch, as the reference's does.
+``state.json`` (no interruption, or a crash) a run starts from scratch, as the reference's does. In a
+multi-worker job only the chief writes or removes any of it (``writes``); every worker reads it.
 """
 
 import json
@@ -26,10 +27,10 @@ def _hparams(config) -> dict:
 
 
 class InterruptedRun:
-  """The resume directory of one model_dir and task set."""
+  """The resume directory of one model_dir and task set; ``writes``: this process records and clears it."""
 
-  def __init__(self, config, tasks_key: str):
-    self.config = config
+  def __init__(self, config, tasks_key: str, writes: bool = True):
+    self.config, self.writes = config, writes
     self.directory = os.path.join(config.model_dir, "finetuning_resume", tasks_key)
 
   def trial_dir(self, trial: int) -> str:
@@ -58,10 +59,14 @@ class InterruptedRun:
 
   def record(self, trial: int, finished_results: list):
     """Marks ``trial`` as interrupted (its checkpoint is in ``trial_dir(trial)``)."""
+    if not self.writes:
+      return
     state = {"trial": trial, "results": finished_results, "hparams": _hparams(self.config)}
     runtime.atomic_write(os.path.join(self.directory, STATE_FILE), json.dumps(state, indent=1, default=float))
 
   def clear(self):
+    if not self.writes:
+      return
     if fileio.isdir(self.directory):
       fileio.rmtree(self.directory)
     parent = os.path.dirname(self.directory)

@@ -8,8 +8,13 @@ optionally write test predictions and GLUE submission files, and rewrite
 
 SIGTERM / SIGINT stop the running trial with a checkpoint; rerunning the same command keeps the finished
 trials and resumes that one exactly (``interrupted``).
+
+Under ``MultiWorkerMirroredStrategy`` (``strategy: auto`` picks it from ``TF_CONFIG``) every worker trains,
+evaluates and predicts every row alike (the runner's evaluator gathers the replicas' rows), and only the chief
+writes: results, models, TensorBoard, test outputs and the resume state.
 """
 
+import functools
 import itertools
 import os
 import random
@@ -23,11 +28,13 @@ from electra_tf.finetuning import baselines, interrupted, outputs, user_task
 from electra_tf.finetuning.best_epoch import BestEpoch
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
-from electra_tf.finetuning.trainer import Trainer, TrainerCache, num_train_steps
+from electra_tf.finetuning.inputs import num_train_steps
+from electra_tf.finetuning.trainer import Trainer, TrainerCache
 from electra_tf.hparams import HParamError
 from electra_tf.tokenization import load_tokenizer
 
 NO_CHECKPOINT = ("", "none", "None", "random")
+_print = functools.partial(print, flush=True)
 
 
 class FinetuningData:
@@ -113,18 +120,20 @@ class FinetuningRun:
     self.config, self.trainers = config, trainers
     if config.num_trials == 0:
       raise HParamError("num_trials is 0: nothing to run")
-    runtime.check_writable(config.model_dir, "model directory", directory=True)  # before training, not after
+    self.strategy = runtime.select_strategy(config)  # first: multi-worker precedes the TF runtime's start
+    self.chief = runtime.is_chief(self.strategy)  # the one process that writes
+    if self.chief:  # the one writer (before training, not after)
+      runtime.check_writable(config.model_dir, "model directory", directory=True)
     self.tokenizer = tokenizer or load_tokenizer(config.vocab_file, config.do_lower_case)
     self.tasks = get_tasks(config, self.tokenizer)
     self.data = FinetuningData(config, self.tasks)
     self.tasks_key = run_key or "_".join(config.task_names)
     self.eval_split = self._eval_split()
     self.results_dir = results_dir or config.results_dir
-    self.strategy = runtime.select_strategy(config)
     self.progress = progress
     self.trial_results = []
     self.init_checkpoint = resolve_init_checkpoint(config)
-    self.interrupted = interrupted.InterruptedRun(config, self.tasks_key)
+    self.interrupted = interrupted.InterruptedRun(config, self.tasks_key, writes=self.chief)
     self._trainer = None
 
   def _eval_split(self) -> str:
@@ -156,6 +165,11 @@ class FinetuningRun:
       self._trainer.reset(seed)
     return self._trainer
 
+  def say(self, text: str):
+    """Output for the user, from the chief only."""
+    if self.chief:
+      _print(text, end="" if not text or text.endswith("\n") else "\n")
+
   def model_dir(self, trial: int) -> str:
     return os.path.join(self.config.model_dir, "finetuning_models", f"{self.tasks_key}_model_{trial}")
 
@@ -170,7 +184,7 @@ class FinetuningRun:
     bs = self.config.eval_batch_size
     for task in self.tasks:
       outs = trainer.predict(self.data.eval_arrays(task, split, bs), bs)[task.name]
-      scorer = task.get_scorer(split, output_dir=self.qa_dir())  # only QA scorers write files there
+      scorer = task.get_scorer(split, output_dir=self.qa_dir() if self.chief else None)  # only QA scorers write
       scorer.update(outs)
       results[task.name] = scorer.get_results()
       log.info("%s %s: %s", task.name, split, " - ".join(f"{k}: {v:.2f}" for k, v in results[task.name].items()))
@@ -186,6 +200,8 @@ class FinetuningRun:
     for task in self.tasks:
       for split in task.test_output_splits():
         outs = trainer.predict(self.data.eval_arrays(task, split, bs), bs)[task.name]
+        if not self.chief:  # every worker predicts (the evaluator's collectives), the chief writes
+          continue
         files = task.test_outputs(split, outs)
         stem = os.path.join(pred_dir, f"{task.name}_{split}_{trial}_predictions")
         write = outputs.write_json if files.predictions_format == "json" else outputs.write_pickle
@@ -215,20 +231,18 @@ class FinetuningRun:
       per_epoch = max(1, n_padded // cfg.train_batch_size)
       best = None
       if cfg.keep_best_model:
-        best = BestEpoch(trainer.model, cfg.early_stopping_patience, self.interrupted.trial_dir(trial))
+        best = BestEpoch(trainer.model, cfg.early_stopping_patience, self.interrupted.trial_dir(trial), self.chief)
         if resume:
           best.load()
       on_epoch = self._epoch_callback(trainer, best)
-      if fileio.isdir(model_dir) and not resume:
+      if self.chief and fileio.isdir(model_dir) and not resume:
         fileio.rmtree(model_dir)  # the reference wipes the trial's model directory
       on_checkpoint = lambda step: self.save(trainer, model_dir, step, final=False)
       stats = trainer.train(arrays, steps, per_epoch, on_epoch, os.path.join(model_dir, "tensorboard"),
                             self.progress, on_checkpoint, resume_dir=self.interrupted.trial_dir(trial),
-                            should_stop=best.should_stop if best is not None else None)
-      if stats["status"] == "interrupted":
+                            should_stop=best.should_stop if best is not None else None, where=f" in trial {trial}")
+      if stats["status"] == "interrupted":  # the runner has said so
         self.interrupted.record(trial, self.trial_results)
-        print(f"stopped by signal {trainer.stop_signal} in trial {trial} at step {stats['global_step']}; "
-              f"checkpoint saved, rerun the same command to resume", flush=True)
         return None
       log.info("trained %d steps, %.1f examples/s", stats["global_step"], stats["examples_per_second"])
       if best is not None:
@@ -237,13 +251,14 @@ class FinetuningRun:
         best.restore()
         results["best"] = best.summary()
         log.info("kept the weights of epoch %g (validation %.2f)", best.epoch, best.score)
-      fileio.rmtree(self.interrupted.trial_dir(trial), ignore_errors=True)
+      if self.chief:
+        fileio.rmtree(self.interrupted.trial_dir(trial), ignore_errors=True)
       self.save(trainer, model_dir, stats["global_step"])
     if cfg.do_eval:
       results.update(self.evaluate(trainer))
     if cfg.write_test_outputs and trial <= cfg.n_writes_test:
       self.write_test_outputs(trainer, trial)
-    if not cfg.keep_all_models and fileio.isdir(model_dir):
+    if self.chief and not cfg.keep_all_models and fileio.isdir(model_dir):
       fileio.rmtree(model_dir)
     return results
 
@@ -266,8 +281,11 @@ class FinetuningRun:
     return on_epoch
 
   def save(self, trainer: Trainer, model_dir: str, step: int, final: bool = True):
-    """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots). Each save
-    replaces the previous one (resuming uses the trial's own checkpoint under ``finetuning_resume``)."""
+    """A reference-layout TF1 checkpoint (encoder + ``task_specific`` heads, no optimizer slots), written by the
+    chief. Each save replaces the previous one (resuming uses the trial's own checkpoint under
+    ``finetuning_resume``)."""
+    if not self.chief:
+      return
     arrays = {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
     vocab = self.config.vocab_file if fileio.isfile(self.config.vocab_file) else None
     tb = os.path.join(model_dir, "tensorboard")
@@ -289,7 +307,7 @@ class FinetuningRun:
     first = 1
     if state is not None:
       self.trial_results, first = state["results"], state["trial"]
-      print(f"resuming trial {first} ({len(self.trial_results)} finished trial(s) kept)", flush=True)
+      self.say(f"resuming trial {first} ({len(self.trial_results)} finished trial(s) kept)")
     trials = itertools.count(first) if cfg.num_trials < 0 else range(first, cfg.num_trials + 1)
     summary = {}
     self.baselines = self.fit_baselines() if cfg.do_eval else {}
@@ -303,14 +321,16 @@ class FinetuningRun:
       results["time"] = time.time() - start
       self.trial_results.append(results)
       if cfg.do_eval:
-        summary = outputs.write_results(self.results_dir, self.tasks_key, self.trial_results, self.baselines)
-        print(outputs.format_results([results]), end="", flush=True)
+        summary = outputs.summarize(self.trial_results)
+        if self.chief:
+          outputs.write_results(self.results_dir, self.tasks_key, self.trial_results, self.baselines)
+        self.say(outputs.format_results([results]))
         if len(self.trial_results) > 1:
-          print(outputs.format_summary(summary), end="", flush=True)
+          self.say(outputs.format_summary(summary))
     for name, found in self.baselines.items():
       metric = summary.get(name, {}).get(found["metric"])
-      print(baselines.format_baselines(name, found, metric["median"] if metric else None,
-                                       metric["n"] if metric else 0), flush=True)
+      self.say(baselines.format_baselines(name, found, metric["median"] if metric else None,
+                                          metric["n"] if metric else 0))
     if not self.stopped:
       self.interrupted.clear()
     self.summary = summary

@@ -1,10 +1,9 @@
-"""The pre-training job's inputs: data checks, training and held-out files, the distributed input pipeline.
+"""The pre-training job's inputs: data checks, training and held-out files, the input pipeline.
 
-``global_batches`` is the training input: one deterministic stream of *global* batches, read by a local
-iterator whose position is checkpointed (``training.checkpointing``); replicas take their rows of each batch
-inside the compiled loop, so a run on any topology sees the examples one device would, and a resumed run
-continues the stream where it stopped. ``make_dataset_fn`` gives evaluation the same stream through
-``distribute_datasets_from_function``.
+``global_batches`` is the input of training and evaluation: one deterministic stream of *global* batches,
+read by a local iterator (whose position training checkpoints: ``training.checkpointing``); replicas take
+their rows of each batch inside the compiled loop and the evaluator, so a run on any topology sees the
+examples one device would, and a resumed run continues the stream where it stopped.
 """
 
 import logging
@@ -106,28 +105,3 @@ def global_batches(cfg: PretrainingConfig, patterns, global_batch: int, seed: in
                                      is_training=False,  # deterministic order: exact resume and replays
                                      seed=seed, check_files=False, skip_bad_records=cfg.skip_bad_records,
                                      skip_batches=skip_batches)
-
-
-def make_dataset_fn(cfg: PretrainingConfig, patterns, global_batch: int, seed: int):
-  """``dataset_fn(input_context)`` for ``distribute_datasets_from_function`` (evaluation).
-
-  Every input pipeline reads the same deterministic stream of *global* batches and keeps its rows, then
-  splits them into consecutive per-replica batches, so replica r of the whole job gets rows
-  [r * b, (r + 1) * b) of each global batch: the same examples as one device, in any topology.
-  """
-  if cfg.skip_bad_records:
-    _warn_skip_bad_records(patterns)
-
-  def dataset_fn(ctx: tf.distribute.InputContext):
-    per_replica = ctx.get_per_replica_batch_size(global_batch)
-    per_pipeline = global_batch // ctx.num_input_pipelines
-    ds = dataset.pretraining_dataset(patterns, cfg.max_seq_length, global_batch, is_training=False, seed=seed,
-                                     check_files=False, skip_bad_records=cfg.skip_bad_records)
-    if ctx.num_input_pipelines > 1:
-      lo = ctx.input_pipeline_id * per_pipeline
-      ds = ds.map(lambda f: {k: v[lo:lo + per_pipeline] for k, v in f.items()})
-    if per_replica != per_pipeline:
-      ds = ds.rebatch(per_replica)
-    return ds.prefetch(tf.data.AUTOTUNE)
-
-  return dataset_fn

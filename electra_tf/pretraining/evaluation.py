@@ -61,13 +61,14 @@ def eval_sums(out: dict) -> dict:
   return sums
 
 
-def build_eval_step(strategy: tf.distribute.Strategy, model, seed: int):
-  """``eval_step(iterator, batch_index) -> summed eval_sums`` of one global batch, compiled.
+def replica_eval(model, seed: int):
+  """``replica_eval(features, batch_index) -> eval_sums`` of one replica's rows of a global batch (the runner's
+  evaluator sums them over replicas: ``training.loop.compile_eval``).
 
   Masking and sampling are keyed by (``seed``, ``batch_index``, global row), so every evaluation of the same
   checkpoint draws the same masks; loss normalisers are global, as in training."""
 
-  def replica_eval(features, batch_index):
+  def replica_fn(features, batch_index):
     ctx = tf.distribute.get_replica_context()
     dens = model.local_denominators(features)
     if ctx.num_replicas_in_sync > 1:
@@ -76,12 +77,7 @@ def build_eval_step(strategy: tf.distribute.Strategy, model, seed: int):
     out = model.forward(features, seed, batch_index, training=False, row_offset=row_offset, denominators=dens)
     return eval_sums(out)
 
-  @tf.function
-  def eval_step(iterator, batch_index):
-    per_replica = strategy.run(replica_eval, (next(iterator), batch_index))
-    return {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for k, v in per_replica.items()}
-
-  return eval_step
+  return replica_fn
 
 
 def auc_histograms(probs, positive, weights, prefix: str) -> dict:

@@ -12,13 +12,16 @@ the newest earlier one that reads; when none reads, the error says so in one lin
 checkpoint that does not fit the job's networks (a run resumed with other model hparams).
 
 In a multi-worker job every worker restores the chief's latest checkpoint; non-chief workers write
-throw-away copies (every worker must take part in a save) that are deleted when training ends.
+throw-away copies (every worker must take part in a save) to a directory of their own on their local disk,
+outside the job's directories, deleted when training ends (``worker_dir``).
 """
 
 import contextlib
 import gc
+import hashlib
 import logging
 import os
+import tempfile
 import typing
 
 import tensorflow as tf
@@ -133,7 +136,11 @@ def _quiet_tensorflow():
 
 
 def worker_dir(model_dir: str, strategy: tf.distribute.Strategy, chief: bool) -> str:
-  """Where this worker writes checkpoints: ``model_dir`` for the chief, a throw-away directory otherwise."""
+  """Where this worker writes the checkpoints of ``model_dir``: ``model_dir`` itself for the chief; for another
+  worker a throw-away directory in its local temporary directory, one per process and checkpoint directory,
+  so that nothing but the chief writes into the job's directories."""
   if chief:
     return model_dir
-  return os.path.join(model_dir, ".worker_tmp", str(strategy.cluster_resolver.task_id))
+  key = hashlib.sha1(str(model_dir).encode("utf-8")).hexdigest()[:12]
+  task = getattr(getattr(strategy, "cluster_resolver", None), "task_id", 0)
+  return os.path.join(tempfile.gettempdir(), f"electra_worker{task}_{os.getpid()}_{key}")

@@ -64,8 +64,9 @@ class Controller:
     """Ends the run after the hooks that are running (early stopping): ``run`` returns ``"finished"``."""
     self.finish_requested = True
 
-  def run(self, iterator, target: int, log_fn=print) -> str:
-    """Trains to ``target``; returns ``"finished"`` or ``"interrupted"`` (a stop signal; checkpoint saved)."""
+  def run(self, iterator, target: int, log_fn=print, where: str = "") -> str:
+    """Trains to ``target``; returns ``"finished"`` or ``"interrupted"`` (a stop signal; checkpoint saved, said
+    through ``log_fn``; ``where``, e.g. " in trial 2", names the part of the job that stopped)."""
     step = int(self.step_var.numpy())
     with stop_requests() as stop:
       while step < target:
@@ -87,7 +88,7 @@ class Controller:
           self.stop_signal = stop.signal
           if not self.saved_at(step):
             self.save(step)
-          log_fn(f"stopped by signal {stop.signal} at step {step}; checkpoint saved, rerun the same command to "
-                 "resume")
+          log_fn(f"stopped by signal {stop.signal}{where} at step {step}; checkpoint saved, rerun the same command "
+                 "to resume")
           return "interrupted"
     return "finished"

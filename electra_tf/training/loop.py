@@ -1,9 +1,11 @@
-"""The compiled multi-step loop both jobs run: up to ``iterations_per_loop`` steps per call (the reference's
-TPU loop), summing what each step logs and stopping at the first non-finite loss.
+"""The compiled loops both jobs run: training, up to ``iterations_per_loop`` steps per call (the reference's
+TPU loop), summing what each step logs and stopping at the first non-finite loss; and evaluation, one global
+batch per call, its outputs summed or gathered the same way on every worker.
 
 The input is a *local* iterator of global batches (a plain ``tf.data`` iterator, so its position can be
 checkpointed: ``checkpointing.Checkpointer``). Inside the loop each replica takes its consecutive rows
-``[r * b, (r + 1) * b)`` of the global batch, so every topology sees the examples one device would.
+``[r * b, (r + 1) * b)`` of the global batch, so every topology sees the examples one device would; in a
+multi-worker job every worker reads the same batches and keeps its replicas' rows.
 """
 
 import typing
@@ -71,3 +73,27 @@ def compile_loop(strategy: tf.distribute.Strategy, replica_step, value_shapes: t
       return train_loop(iterator, tf.constant(num_steps))
 
   return run_loop
+
+
+def compile_eval(strategy: tf.distribute.Strategy, replica_fn, combine: str = "sum"):
+  """``eval_step(iterator, batch_index) -> outputs`` of the next global batch of ``iterator``.
+
+  Replica r runs ``replica_fn(rows, batch_index)`` on rows ``[r * b, (r + 1) * b)`` of the batch; each output
+  (a nested structure of tensors) is summed over the replicas (``combine`` "sum": metric sums) or gathered in
+  row order (``combine`` "gather": one output row per example), so every worker of the job gets the whole
+  batch's result and evaluates exactly what one device would.
+  """
+  if combine not in ("sum", "gather"):
+    raise ValueError(f"combine is {combine!r}; use 'sum' or 'gather'")
+
+  def combined(value):
+    if combine == "sum":
+      return strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+    return strategy.gather(value, axis=0)
+
+  @tf.function
+  def eval_step(iterator, batch_index):
+    per_replica = strategy.run(replica_fn, (replica_rows(strategy, next(iterator)), batch_index))
+    return tf.nest.map_structure(combined, per_replica)
+
+  return eval_step

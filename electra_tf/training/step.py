@@ -1,13 +1,14 @@
 """One optimizer step on every replica, for both jobs: the part of a training step that is not the model.
 
-A job describes its model as an ``Objective`` (how one micro-batch's loss is computed, and how its dropout
-is seeded); ``ReplicaStep`` does the rest, the same way for pre-training and fine-tuning:
+A job describes its model as an ``Objective`` (how one micro-batch's loss is computed); ``ReplicaStep`` does
+the rest, the same way for pre-training and fine-tuning:
 
 - **Batch split.** Batch sizes are global (as in the reference): the global batch must split into
   ``replicas x gradient_accumulation_steps`` equal parts (``check_batch_split``).
-- **Dropout keys.** Per replica, a stateless seed from (seed, step, replica); or, with per-example dropout,
-  a ``RowKeyedSeed`` keyed by (seed, step, stream) and each example's *global* row, so that any split of
-  the global batch (replicas, micro-batches) draws the same masks.
+- **Dropout keys**, one policy for both jobs: per replica, the stateless seed of (seed, step) folded with the
+  replica (``replica_dropout_seed``); or, with per-example dropout, a ``RowKeyedSeed`` keyed by (seed, step,
+  ``DROPOUT_STREAM``) and each example's *global* row (``example_dropout_key``), so that any split of the
+  global batch (replicas, micro-batches) draws the same masks.
 - **Accumulation.** ``gradient_accumulation_steps`` k: the replica's rows are cut into k micro-batches run
   one after the other (``optimization.accumulate``), their gradients and logged sums added.
 - **Loss scaling** (float16): the loss is scaled before the gradient and the gradients unscaled after; a
@@ -25,10 +26,14 @@ import typing
 import tensorflow as tf
 
 from electra_tf.errors import HParamError
-from electra_tf.modeling import RowKeyedSeed
+from electra_tf.modeling import RowKeyedSeed, derive_seed
+from electra_tf.modeling.keyed_random import step_key
 from electra_tf.optimization import accumulate, clip_by_global_norm
 
 CLIP_NORM = 1.0
+# The ``keyed_random.step_key`` stream of per-example dropout (pre-training's masking and sampling draw
+# streams 1 to 3 of the same step).
+DROPOUT_STREAM = 4
 
 
 class Objective(typing.Protocol):
@@ -36,12 +41,6 @@ class Objective(typing.Protocol):
 
   def prepare(self, features, ctx):
     """Once per step and replica, before the micro-batches (e.g. global loss denominators, all-reduced)."""
-
-  def replica_seed(self, step, replica_id):
-    """The dropout seed of this replica's step (used when dropout is not keyed per example)."""
-
-  def example_key(self, step):
-    """The uint32 key of per-example dropout at ``step``."""
 
   def forward(self, features, step, row_offset, prepared, dropout_seed):
     """One micro-batch -> (loss to differentiate, dict of values summed over micro-batches and replicas)."""
@@ -60,6 +59,17 @@ def check_batch_split(error_type, name: str, batch_size: int, replicas: int, acc
                      f"{accumulation}; use a multiple of {replicas * accumulation}")
 
 
+def replica_dropout_seed(seed, step, replica_id):
+  """The stateless dropout seed of a replica's step, when dropout is not keyed per example."""
+  base = tf.stack([tf.cast(seed, tf.int32), tf.cast(step, tf.int32)])
+  return derive_seed(derive_seed(base, 7), replica_id)
+
+
+def example_dropout_key(seed, step):
+  """The uint32 key of per-example dropout at ``step``."""
+  return step_key(tf.cast(seed, tf.int32), step, DROPOUT_STREAM)
+
+
 def xla_policy(strategy: tf.distribute.Strategy, use_xla: bool) -> bool:
   """Whether the step marks code for XLA (never on TPU, which compiles the whole step itself)."""
   return bool(use_xla) and not isinstance(strategy, tf.distribute.TPUStrategy)
@@ -70,14 +80,16 @@ class ReplicaStep:
 
   ``optimizer`` is a built ``optimization.AdamWeightDecay`` whose ``iterations`` is the step counter;
   ``loss_scale`` a ``DynamicLossScale`` (float16) or None; ``per_example_dropout`` keys dropout by global
-  row (needed for exact accumulation, see ``configs.uses_per_example_dropout``).
+  row (needed for exact accumulation, see ``configs.uses_per_example_dropout``); ``seed`` (an int or an integer
+  variable) keys the dropout masks.
   """
 
   def __init__(self, objective: Objective, variables, optimizer, strategy: tf.distribute.Strategy,
-               accumulation: int = 1, loss_scale=None, use_xla: bool = False, per_example_dropout: bool = False):
+               accumulation: int = 1, loss_scale=None, use_xla: bool = False, per_example_dropout: bool = False,
+               seed=0):
     if accumulation < 1:
       raise HParamError(f"gradient_accumulation_steps is {accumulation}; use 1 or more")
-    self.objective, self.variables, self.optimizer = objective, list(variables), optimizer
+    self.objective, self.variables, self.optimizer, self.seed = objective, list(variables), optimizer, seed
     self.accumulation, self.loss_scale, self.per_example_dropout = accumulation, loss_scale, per_example_dropout
     self.step_var = optimizer.iterations
     jit = xla_policy(strategy, use_xla)
@@ -91,7 +103,7 @@ class ReplicaStep:
     step = tf.identity(self.step_var)
     row_offset = replica_id * tf.shape(features["input_ids"])[0]
     prepared = self.objective.prepare(features, ctx)
-    dropout_seed = self.objective.replica_seed(step, replica_id)
+    dropout_seed = replica_dropout_seed(self.seed, step, replica_id)
     if n > 1:  # XLA around the model only: cross-replica collectives stay outside the compiled cluster
       grads, values = self._grads_fn(features, step, row_offset, prepared, dropout_seed)
       grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
@@ -120,7 +132,7 @@ class ReplicaStep:
 
   def _micro_grads(self, features, step, row_offset, prepared, dropout_seed):
     if self.per_example_dropout:  # masks keyed by each row's global index, however the batch is cut
-      dropout_seed = RowKeyedSeed(self.objective.example_key(step), row_offset)
+      dropout_seed = RowKeyedSeed(example_dropout_key(self.seed, step), row_offset)
     with tf.GradientTape() as tape:
       loss, values = self.objective.forward(features, step, row_offset, prepared, dropout_seed)
       if self.loss_scale is not None:
