@@ -24,7 +24,7 @@ from electra_tf import fileio
 from electra_tf.errors import DataError, HParamError
 from electra_tf.finetuning import user_files
 from electra_tf.finetuning.base import FeatureSpec, PredictionFiles, Task, common_feature_specs, log
-from electra_tf.finetuning.classification import Columns, GlueTask, InputExample
+from electra_tf.finetuning.classification import Columns, GlueTask, InputExample, RegressionTask
 from electra_tf.finetuning.outputs import write_json
 from electra_tf.finetuning.qa import SQuADTask
 from electra_tf.finetuning.tagging import TaggingExample, featurize_tagging, tagging_feature_specs
@@ -440,9 +440,9 @@ class UserClassification(UserFilesMixin, GlueTask):
     return PredictionFiles({int(e): v for e, v in zip(outs["eid"], outs["logits"])}, "pkl")
 
 
-class UserRegression(UserClassification):
-  """One text (or a pair) -> a number; the head learns the label mapped from the training range to [0, 1]."""
-  head_type = "regression"
+class UserRegression(UserClassification, RegressionTask):
+  """One text (or a pair) -> a number; the head learns the label mapped from the training range to [0, 1]
+  (``RegressionTask``'s features and head)."""
 
   def __init__(self, config, tokenizer, spec):
     super().__init__(config, tokenizer, spec)
@@ -468,14 +468,6 @@ class UserRegression(UserClassification):
 
   def label_features(self, example):
     return {f"{self.name}_targets": self.to_unit(example.label)}
-
-  def feature_specs(self):
-    return common_feature_specs(self.config.max_seq_length) + [
-        FeatureSpec(f"{self.name}_eid", ()), FeatureSpec(f"{self.name}_targets", (), np.float32)]
-
-  @property
-  def num_outputs(self):
-    return 1
 
   def get_scorer(self, split="dev", output_dir=None):
     return RegressionScorer(scale=self.spec.max_value - self.spec.min_value)
