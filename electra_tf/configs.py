@@ -77,7 +77,8 @@ class RuntimeConfig(HParams):
   """Where and how a job runs; shared by pre-training and fine-tuning (``runtime.select_strategy``)."""
   strategy: str = field("auto", "distribution strategy", choices=STRATEGIES)
   mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
-  use_xla: bool = field(False, "XLA-compile the replica step")
+  use_xla: typing.Optional[bool] = field(None, "XLA-compile the replica step; null (auto): on when a GPU is "
+                                          "present, off on CPUs and TPUs (a TPU compiles the step anyway)")
   # TPU (reference names)
   use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
   num_tpu_cores: typing.Optional[int] = field(None, "TPU cores to replicate over (null = every core of the TPU); "

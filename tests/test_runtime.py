@@ -189,3 +189,27 @@ def test_lazy_summary_writer_creates_its_events_file_with_the_first_scalar(tmp_p
   writer.flush()
   assert len(list(logdir.glob("events.out.tfevents.*"))) == 1
   assert reporting.read_scalars(str(logdir))["loss"] == [(3, 1.5)]
+
+
+def test_use_xla_auto_is_off_on_a_cpu_and_on_with_the_gemm_flag_on_a_gpu(monkeypatch):
+  """``use_xla`` null picks the fast path for the devices: off on a CPU; on where the strategy holds a GPU, with
+  the project's XLA_FLAGS unless the user set the variable. An explicit true or false is kept."""
+  from electra_tf.runtime import devices
+  cpu = tf.distribute.OneDeviceStrategy("/cpu:0")
+  cfg = PretrainingConfig.create(model_name="m", data_dir="d")
+  assert cfg.use_xla is None
+  assert devices.xla_choice(cfg, cpu) == (False, "auto: no GPU (set use_xla true to compile on a CPU)")
+
+  class OnGpu:  # the one thing xla_choice reads of a strategy
+    class extended:
+      worker_devices = ("/job:localhost/replica:0/task:0/device:GPU:0",)
+  monkeypatch.delenv("XLA_FLAGS", raising=False)
+  use, why = devices.xla_choice(cfg, OnGpu)
+  assert use and why.startswith("auto: a GPU is present") and os.environ["XLA_FLAGS"] == devices.GPU_XLA_FLAGS
+  monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0")
+  use, why = devices.xla_choice(cfg, OnGpu)
+  assert use and os.environ["XLA_FLAGS"] == "--xla_gpu_autotune_level=0" and "as set" in why
+  cfg.use_xla = False
+  assert devices.xla_choice(cfg, OnGpu) == (False, "use_xla false")
+  cfg.use_xla = True
+  assert devices.xla_choice(cfg, cpu) == (True, "use_xla true")

@@ -1,7 +1,8 @@
 """What every training and export job shares, one concept per module:
 
-- ``devices``: ``select_strategy`` / ``is_chief``, the ``tf.distribute`` strategy a ``RuntimeConfig`` asks
-  for and whether this process writes the outputs (one writer per job).
+- ``devices``: ``select_strategy`` / ``is_chief`` / ``xla_choice``, the ``tf.distribute`` strategy a
+  ``RuntimeConfig`` asks for, whether this process writes the outputs (one writer per job) and whether the step
+  is XLA-compiled (auto: on a GPU).
 - ``precision``: ``set_precision_policy``, float32 / bfloat16 / float16 compute with float32 variables.
 - ``signals``: ``stop_requests``, SIGTERM / SIGINT as a stop request a loop polls between steps.
 - ``summaries``: ``write_scalars`` and ``LazySummaryWriter`` (TensorBoard).
@@ -18,7 +19,7 @@ import importlib
 
 _MODULE_OF = {
     "format_duration": "console", "log_line": "console", "progress_bar": "console",
-    "is_chief": "devices", "select_strategy": "devices",
+    "is_chief": "devices", "select_strategy": "devices", "xla_choice": "devices", "GPU_XLA_FLAGS": "devices",
     "atomic_directory": "outputs", "atomic_write": "outputs", "check_writable": "outputs",
     "PRECISION_POLICIES": "precision", "set_precision_policy": "precision",
     "restore_checkpoint": "restore",

@@ -1,8 +1,10 @@
-"""Devices: the ``tf.distribute`` strategy a ``RuntimeConfig`` asks for, and whether this process writes the
-job's outputs (one writer per job)."""
+"""Devices: the ``tf.distribute`` strategy a ``RuntimeConfig`` asks for, whether the step is XLA-compiled
+(``xla_choice``: ``use_xla`` null picks the fast path for the devices present), and whether this process writes
+the job's outputs (one writer per job)."""
 
 import json
 import os
+import typing
 
 import tensorflow as tf
 
@@ -52,6 +54,29 @@ def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
                       f"{available}, or null for all of them")
   assignment = tf.tpu.experimental.DeviceAssignment.build(topology, num_replicas=cfg.num_tpu_cores)
   return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=assignment)
+
+
+# XLA flags the project sets for its own process on a GPU, unless the user set XLA_FLAGS: XLA's Triton GEMM
+# autotuner made a bfloat16 step's first compilation take minutes on an H200 (benchmarks/README.md, "On a GPU").
+GPU_XLA_FLAGS = "--xla_gpu_enable_triton_gemm=false"
+
+
+def xla_choice(cfg: RuntimeConfig, strategy: tf.distribute.Strategy) -> typing.Tuple[bool, str]:
+  """(compile the replica step with XLA, why: a line for the run's start). ``use_xla`` true or false is the
+  user's; null is auto: on when the strategy's devices include a GPU, off on CPUs and TPUs. With XLA on a GPU,
+  sets ``GPU_XLA_FLAGS`` in this process's ``XLA_FLAGS`` unless the user set that variable."""
+  gpu = any("GPU" in d.upper() for d in strategy.extended.worker_devices)
+  if cfg.use_xla is None:
+    use, why = gpu, ("auto: a GPU is present" if gpu else "auto: no GPU (set use_xla true to compile on a CPU)")
+  else:
+    use, why = bool(cfg.use_xla), f"use_xla {str(cfg.use_xla).lower()}"
+  if use and gpu:
+    if "XLA_FLAGS" in os.environ:
+      why += f"; XLA_FLAGS as set: {os.environ['XLA_FLAGS']}"
+    else:
+      os.environ["XLA_FLAGS"] = GPU_XLA_FLAGS
+      why += f"; XLA_FLAGS={GPU_XLA_FLAGS} (set XLA_FLAGS to choose others)"
+  return use, why
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:

@@ -103,6 +103,8 @@ class Runner:
                                  self.accumulation)
     runtime.set_precision_policy(cfg.mixed_precision)
     self.chief = runtime.is_chief(strategy)
+    self.use_xla, self.xla_reason = runtime.xla_choice(cfg, strategy)
+    self._compiled_once = False
     with strategy.scope():
       self.loss_scale = DynamicLossScale() if cfg.mixed_precision == "float16" else None
       # int64: TensorFlow keeps int32 variables in host memory, which an XLA cluster on a GPU cannot read
@@ -149,7 +151,7 @@ class Runner:
     if self._loop is None:
       self.replica_step = train_step.ReplicaStep(
           self.task, self.task.trainable_variables(), self.optimizer, self.strategy, accumulation=self.accumulation,
-          loss_scale=self.loss_scale, use_xla=self.cfg.use_xla, per_example_dropout=self.per_example_dropout,
+          loss_scale=self.loss_scale, use_xla=self.use_xla, per_example_dropout=self.per_example_dropout,
           seed=self.seed_var)
       self._loop = loop.compile_loop(self.strategy, self.replica_step, self.task.value_shapes(), self.task.loss_key,
                                      self.accumulation)
@@ -241,7 +243,13 @@ class Runner:
     def advance(report):
       if self.bar is not None:
         self.bar.update(report.done)
+      if not self._compiled_once:  # the first call traces the step (and compiles it with XLA)
+        self._compiled_once = True
+        self.say(f"first compiled call: {report.elapsed:.1f} s for {report.done} step(s), tracing"
+                 f"{' and XLA compilation' if self.use_xla else ''} included")
 
+    if not self._compiled_once:
+      self.say(f"XLA {'on' if self.use_xla else 'off'} ({self.xla_reason})")
     every = [Hook(advance), *log_hooks]
     if save_every and (ckpt is not None or on_save is not None):
       every.append(Hook(checkpoint, every=save_every, final=save_final))
