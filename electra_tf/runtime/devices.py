@@ -65,7 +65,11 @@ def xla_choice(cfg: RuntimeConfig, strategy: tf.distribute.Strategy) -> typing.T
   """(compile the replica step with XLA, why: a line for the run's start). ``use_xla`` true or false is the
   user's; null is auto: on when the strategy's devices include a GPU, off on CPUs and TPUs. With XLA on a GPU,
   sets ``GPU_XLA_FLAGS`` in this process's ``XLA_FLAGS`` unless the user set that variable."""
-  gpu = any("GPU" in d.upper() for d in strategy.extended.worker_devices)
+  try:
+    devices = strategy.extended.worker_devices
+  except RuntimeError:  # the default strategy (no scope entered): this process's devices
+    devices = [d.name for d in tf.config.list_logical_devices()]
+  gpu = any("GPU" in d.upper() for d in devices)
   if cfg.use_xla is None:
     use, why = gpu, ("auto: a GPU is present" if gpu else "auto: no GPU (set use_xla true to compile on a CPU)")
   else:
