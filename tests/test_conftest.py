@@ -12,7 +12,7 @@ import pytest
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
-# The files the inner runs collect; each replaces the session's TensorFlow fixture (not needed here).
+# The files the inner runs collect; each replaces conftest's TensorFlow fixture (not needed here).
 NO_TENSORFLOW = '''
 import pytest
 
