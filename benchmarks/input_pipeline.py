@@ -53,7 +53,7 @@ def _config(pattern, seq_len, batch):
 
 
 def throughput(pattern, seq_len, batch, seconds: float) -> float:
-  from electra_tf.pretrain_data import inputs  # pylint: disable=g-import-not-at-top
+  from electra_tf.pretraining import inputs  # pylint: disable=g-import-not-at-top
   it = iter(inputs.global_batches(_config(pattern, seq_len, batch), pattern, batch, seed=1))
   for _ in range(3):
     next(it)
@@ -67,7 +67,8 @@ def throughput(pattern, seq_len, batch, seconds: float) -> float:
 def first_batch_seconds(pattern, seq_len, batch, step: int, how: str, work: str) -> float:
   """Seconds from a fresh iterator to the first batch of ``step`` (the position restored or replayed)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf.pretrain_data import dataset, inputs  # pylint: disable=g-import-not-at-top
+  from electra_tf.pretrain_data import dataset  # pylint: disable=g-import-not-at-top
+  from electra_tf.pretraining import inputs  # pylint: disable=g-import-not-at-top
   cfg = _config(pattern, seq_len, batch)
   prefix = None
   if how == "state":  # a checkpoint taken at ``step`` by an earlier run (not timed)

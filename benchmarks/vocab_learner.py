@@ -3,7 +3,7 @@
   nice -n 10 python benchmarks/vocab_learner.py [--copies 1,10,100] [--learners hf,tf-text]
       [--vocab-size 30522] [--timeout-min 20] [--tmp-dir /tmp]
 
-Each learner runs `vocab.learn_wordpiece_vocab` (what `build_vocab.py --learner L` runs) in a fresh process on
+Each learner runs `vocab_learning.learn_wordpiece_vocab` (what `build_vocab.py --learner L` runs) in a fresh process on
 a corpus directory of N copies of WikiText-2 train (10.94 MB each; written under --tmp-dir and deleted after),
 timed around the library call (TensorFlow's import left out). A run still going after --timeout-min is
 stopped and reported as "did not finish". Prints, per run: wall time, MB/min (MB = 10^6 bytes of UTF-8
@@ -33,11 +33,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 _CHILD = r"""
 import json, os, resource, sys, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from electra_tf.pretrain_data import corpus, vocab
+from electra_tf.pretrain_data import corpus, vocab_learning
 corpus_dir, output, vocab_size, learner, max_sentences = sys.argv[1:6]
 before = resource.getrusage(resource.RUSAGE_SELF)
 start = time.perf_counter()
-size = vocab.learn_wordpiece_vocab(corpus.iter_text_dir(corpus_dir), output, int(vocab_size),
+size = vocab_learning.learn_wordpiece_vocab(corpus.iter_text_dir(corpus_dir), output, int(vocab_size),
                                    learner=learner, max_sentences=int(max_sentences) or None)
 wall = time.perf_counter() - start
 after = resource.getrusage(resource.RUSAGE_SELF)

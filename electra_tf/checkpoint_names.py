@@ -8,7 +8,7 @@ reference's [in, out] layout, which is Keras's too, so values copy across unchan
 import typing
 
 from electra_tf.modeling.encoder import ElectraEncoder
-from electra_tf.modeling.heads import DiscriminatorHead, GeneratorHead
+from electra_tf.modeling.pretraining_heads import DiscriminatorHead, GeneratorHead
 from electra_tf.modeling.models import PretrainingNetworks, TwoTowerGenerator
 
 

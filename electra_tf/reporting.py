@@ -13,7 +13,7 @@ import tensorflow as tf
 from tensorflow.core.util import event_pb2
 
 from electra_tf.errors import SAMPLE_EXTRA_INSTALL, SampleDataError
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 
 Curves = typing.Dict[str, typing.List[typing.Tuple[int, float]]]
 

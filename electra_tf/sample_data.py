@@ -26,8 +26,8 @@ import shutil
 
 from electra_tf import tokenization
 from electra_tf.errors import SAMPLE_EXTRA_INSTALL, SampleDataError
-from electra_tf.pretrain_data import build, corpus, vocab
-from electra_tf.runtime.outputs import atomic_directory, atomic_write
+from electra_tf.pretrain_data import build, corpus, vocab_learning
+from electra_tf.runtime.atomic_files import atomic_directory, atomic_write
 
 SAMPLE_DIR_ENV = "ELECTRA_TF_SAMPLE_DIR"
 CORPUS_SHARDS = 8
@@ -204,7 +204,7 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
     tmp = vocab_path.with_suffix(".txt.tmp")
     # The Rust learner: about 3 s here against 75 s for tf-text's (2026-11-24, 2-core machine), a minute of the main job's
     # 15. A sample directory that already has a vocab.txt keeps it (the sweep tables used tf-text's).
-    vocab.learn_wordpiece_vocab(corpus.iter_text_dir(str(root / "corpus")), str(tmp),
+    vocab_learning.learn_wordpiece_vocab(corpus.iter_text_dir(str(root / "corpus")), str(tmp),
                                 vocab_size=SAMPLE_VOCAB_SIZE,
                                 max_sentences=vocab_sentences or SAMPLE_VOCAB_SENTENCES, learner="hf")
     os.replace(tmp, vocab_path)

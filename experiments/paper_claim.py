@@ -76,7 +76,7 @@ from electra_tf.finetuning import selection, tagging
 from electra_tf.flops import flops_per_step
 from electra_tf.pretrain_data import pretraining_dataset
 from electra_tf.pretraining import evaluation, trainer
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 from experiments import label_efficiency as le
 from experiments.units import POLL_SECONDS, log, read_json, stage_path, unit, write_json
 

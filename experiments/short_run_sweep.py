@@ -54,7 +54,7 @@ from electra_tf.finetuning import selection
 from electra_tf.finetuning.run import run_every_trial
 from electra_tf.finetuning.trainer import TrainerCache
 from electra_tf.pretraining import trainer
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 from experiments.units import log
 
 STAGE_A_LRS = (1e-4, 3e-4, 1e-3, 2e-3)

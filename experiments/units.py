@@ -8,7 +8,7 @@ import time
 
 import tensorflow as tf
 
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 
 # How often a shard looks for a unit another shard runs: reading a small file, cheap beside any unit.
 POLL_SECONDS = 1.0

@@ -16,15 +16,14 @@ CORE = {"errors", "fileio", "hparams", "presets", "configs", "runtime", "tokeniz
 ALLOWED = {
     "errors": set(), "fileio": set(), "hparams": {"errors"}, "presets": set(),
     "configs": {"errors", "hparams", "presets"},
-    "runtime": {"configs", "errors", "fileio"}, "tokenization": {"errors", "fileio"}, "optimization": set(),
+    "runtime": {"configs", "errors", "fileio", "optimization", "modeling"}, "tokenization": {"errors", "fileio"}, "optimization": set(),
     "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": {"errors", "runtime"},
     "seed_comparison": set(), "flops": set(),
     "docs_gen": {"configs", "hparams"},
     "pretrain_data": CORE,
     "convert": CORE,
-    "training": CORE,  # the loop both jobs share; neither job imports the other
-    "pretraining": CORE | {"pretrain_data", "convert", "training"},
-    "finetuning": CORE | {"convert", "training"},
+    "pretraining": CORE | {"pretrain_data", "convert"},
+    "finetuning": CORE | {"convert"},
     "keras_encoder": CORE | {"convert"},
     "serving": CORE | {"convert", "finetuning"},
     "sample_data": CORE | {"pretrain_data"},

@@ -10,7 +10,7 @@ import pytest
 
 from electra_tf import tokenization
 from electra_tf.errors import DataPrepError
-from electra_tf.pretrain_data import corpus, vocab
+from electra_tf.pretrain_data import corpus, vocab_learning
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "data_prep"))
 import build_vocab  # pylint: disable=wrong-import-position
@@ -34,7 +34,7 @@ def small_corpus(tmp_path, data_dir):
 
 
 def _learn(corpus_dir, path, **kwargs):
-  return vocab.learn_wordpiece_vocab(corpus.iter_text_dir(str(corpus_dir)), str(path), **kwargs)
+  return vocab_learning.learn_wordpiece_vocab(corpus.iter_text_dir(str(corpus_dir)), str(path), **kwargs)
 
 
 def _unk_rate(vocab_file, lines, do_lower_case=True):
@@ -69,7 +69,7 @@ def test_hf_vocab_layout_and_held_out_unk_rate(tmp_path, data_dir):
   entries = out.read_text(encoding="utf-8").split("\n")
   assert entries[-1] == "" and len(entries) == 4001
   entries = entries[:-1]
-  assert entries[:104] == vocab.reserved_tokens()
+  assert entries[:104] == vocab_learning.reserved_tokens()
   assert len(set(entries)) == len(entries)
   assert all(e and not any(c.isspace() for c in e) for e in entries)
   pieces = entries[104:]
@@ -129,7 +129,7 @@ def test_small_vocab_sizes_keep_the_limit(tmp_path, data_dir):
 
 def test_repeated_words_keep_their_counts():
   counts = {"the": 1000, "a": 1, "longword": 37}
-  chunks = list(vocab._repeated(counts, chunk_chars=64))  # pylint: disable=protected-access
+  chunks = list(vocab_learning._repeated(counts, chunk_chars=64))  # pylint: disable=protected-access
   assert len(chunks) > 10 and all(len(c) < 2 * 64 for c in chunks)
   assert collections.Counter(w for c in chunks for w in c.split()) == counts
 
@@ -142,16 +142,16 @@ def test_count_words_splits_as_the_tokenizer_does(data_dir, do_lower_case):
   lines = [line for line in lines if not line.isascii()][:100] + lines[:100] + ["Caf\u00e9!\u200bX\x1fY"]
   basic = tokenization.BasicTokenizer(do_lower_case)
   expected = collections.Counter(w for line in lines for w in basic.tokenize(line))
-  assert vocab.count_words(iter(lines), do_lower_case, batch=7, max_tokens=50) == expected
+  assert vocab_learning.count_words(iter(lines), do_lower_case, batch=7, max_tokens=50) == expected
 
 
 def test_count_words_drops_the_rarest_words_past_its_limit():
   lines = ["the cat", "the dog", "the cat", "a bird", "the cat", "an eel"]
   # 7 distinct words, at most 3: those seen once so far are dropped when a fold passes the limit (here
   # after "a bird" and "an eel"); the counts of the rest stay exact.
-  assert vocab.count_words(iter(lines), batch=1, max_tokens=2, max_words=3) == {"the": 4, "cat": 3}
-  assert vocab.count_words(iter(lines), max_words=3) == {"the": 4, "cat": 3}
-  assert len(vocab.count_words(iter(lines), max_words=7)) == 7
+  assert vocab_learning.count_words(iter(lines), batch=1, max_tokens=2, max_words=3) == {"the": 4, "cat": 3}
+  assert vocab_learning.count_words(iter(lines), max_words=3) == {"the": 4, "cat": 3}
+  assert len(vocab_learning.count_words(iter(lines), max_words=7)) == 7
 
 
 @pytest.mark.slow
@@ -161,7 +161,7 @@ def test_hf_and_tf_text_unk_rates_are_comparable(tmp_path, data_dir):
   d = _corpus_dir(tmp_path, _wikitext(data_dir, "train")[:3000])
   held_out = [line for line in _wikitext(data_dir, "valid") if line.strip()]
   rates = {}
-  for learner in vocab.LEARNERS:
+  for learner in vocab_learning.LEARNERS:
     _learn(d, tmp_path / f"{learner}.txt", vocab_size=3000, learner=learner)
     rates[learner] = _unk_rate(tmp_path / f"{learner}.txt", held_out)
   assert rates["hf"] < 0.003 and rates["tf-text"] < 0.003
@@ -187,7 +187,7 @@ def test_build_vocab_errors(tmp_path, capsys):
   assert not (tmp_path / "v.txt").exists()
 
 
-@pytest.mark.parametrize("learner", vocab.LEARNERS)
+@pytest.mark.parametrize("learner", vocab_learning.LEARNERS)
 def test_build_vocab_skips_files_that_are_not_utf8(tmp_path, capsys, learner):
   d = tmp_path / "corpus"
   d.mkdir()
@@ -213,7 +213,7 @@ def test_build_vocab_skips_files_that_are_not_utf8(tmp_path, capsys, learner):
   assert pieces and "[UNK]" not in pieces
 
 
-@pytest.mark.parametrize("learner", vocab.LEARNERS)
+@pytest.mark.parametrize("learner", vocab_learning.LEARNERS)
 def test_a_reading_error_keeps_its_type_and_writes_nothing(tmp_path, learner):
   """An error while the corpus streams into a learner (Rust or tf.data) comes out as itself."""
 
@@ -223,7 +223,7 @@ def test_a_reading_error_keeps_its_type_and_writes_nothing(tmp_path, learner):
 
   out = tmp_path / "vocab.txt"
   with pytest.raises(DataPrepError, match="damaged dump dump.xml.bz2"):
-    vocab.learn_wordpiece_vocab(documents(), str(out), vocab_size=200, learner=learner)
+    vocab_learning.learn_wordpiece_vocab(documents(), str(out), vocab_size=200, learner=learner)
   assert not out.exists() and os.listdir(tmp_path) == []
 
 
@@ -234,8 +234,8 @@ def test_build_vocab_checks_its_output_before_learning(tmp_path, capsys, monkeyp
   def learning_started(*args, **kwargs):
     raise AssertionError("the vocab was learnt before its output was checked")
 
-  monkeypatch.setattr(vocab, "_learn_hf", learning_started)
-  monkeypatch.setattr(vocab, "_learn_tf_text", learning_started)
+  monkeypatch.setattr(vocab_learning, "_learn_hf", learning_started)
+  monkeypatch.setattr(vocab_learning, "_learn_tf_text", learning_started)
   monkeypatch.setattr(spm.SentencePieceTrainer, "train", learning_started)
   sentencepiece = kind == "sentencepiece"
   corpus_dir = _corpus_dir(tmp_path, ["The cat sat on the mat."])

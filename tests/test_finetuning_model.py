@@ -5,7 +5,7 @@ import pytest
 import scipy.special
 import tensorflow as tf
 
-from electra_tf.finetuning import heads
+from electra_tf.finetuning import head_families
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import TASKS
 from electra_tf.finetuning.tasks import get_tasks
@@ -122,7 +122,7 @@ def test_qa_head_beam_outputs(tmp_path, bert_vocab, tokenizer):
 
 def test_every_head_family_gives_what_its_scorer_reads(tmp_path, bert_vocab, tokenizer):
   cfg, tasks, model = _model(tmp_path, ["sst", "sts", "chunk", "squad"], bert_vocab, tokenizer, beam_size=3)
-  assert {t.head_type for t in TASKS.values()} <= set(heads.FAMILIES)  # every task's family is registered
+  assert {t.head_type for t in TASKS.values()} <= set(head_families.FAMILIES)  # every task's family is registered
   b, t, rng = 2, 16, np.random.RandomState(0)
   ints = lambda *shape: tf.constant(rng.randint(0, 3, shape), tf.int32)
   feats = {"input_ids": tf.constant(rng.randint(1000, 2000, (b, t)), tf.int32),
@@ -133,7 +133,7 @@ def test_every_head_family_gives_what_its_scorer_reads(tmp_path, bert_vocab, tok
   feats.update({f"{task.name}_eid": tf.range(b) for task in tasks})
   _, outs = model(feats, training=False)
   for task in tasks:
-    family = heads.family(task.head_type)
+    family = head_families.family(task.head_type)
     assert isinstance(model.heads[model.task_names.index(task.name)], family.layer)
     assert set(family.scorer_outputs) | {"loss", "eid"} <= set(outs[task.name]), task.name
     scorer = task.get_scorer("dev")

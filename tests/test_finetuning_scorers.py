@@ -8,7 +8,7 @@ import pytest
 import scipy.stats
 import sklearn.metrics
 
-from electra_tf.finetuning import outputs
+from electra_tf.finetuning import result_files
 from electra_tf.finetuning.scorers import (AccuracyScorer, EntityLevelF1Scorer, MCCScorer, RegressionScorer,
                                            get_span_labels, mrqa_evaluate, normalize_answer, squad_v1_evaluate,
                                            squad_v2_evaluate)
@@ -126,7 +126,7 @@ def test_span_labels_and_entity_f1():
 def test_trial_summary_and_results_files(tmp_path):
   trials = [{"trial": t, "sst": collections.OrderedDict(accuracy=a, loss=0.1)} for t, a in
             enumerate([80.0, 90.0, 86.0], 1)]
-  summary = outputs.write_results(str(tmp_path), "sst", trials)
+  summary = result_files.write_results(str(tmp_path), "sst", trials)
   s = summary["sst"]["accuracy"]
   assert (s["median"], s["mean"], s["n"]) == (86.0, pytest.approx(256 / 3), 3)
   assert s["std"] == pytest.approx(np.std([80, 90, 86], ddof=1))
@@ -135,4 +135,4 @@ def test_trial_summary_and_results_files(tmp_path):
   import json, pickle
   assert pickle.loads((tmp_path / "sst_results.pkl").read_bytes())[1]["sst"]["accuracy"] == 90.0
   assert json.loads((tmp_path / "sst_results.json").read_text())["summary"]["sst"]["accuracy"]["median"] == 86.0
-  assert "median 86.00 mean 85.33 std 5.03" in outputs.format_summary(summary)
+  assert "median 86.00 mean 85.33 std 5.03" in result_files.format_summary(summary)

@@ -15,7 +15,7 @@ from electra_tf.finetuning.run import FinetuningData, FinetuningRun
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.inputs import num_train_steps
 from electra_tf.finetuning.trainer import Trainer
-from electra_tf.training.loop import loop_length
+from electra_tf.runtime.loop import loop_length
 from electra_tf.hparams import HParamError
 from electra_tf.pretraining import evaluation
 from electra_tf.tokenization import load_tokenizer

@@ -273,7 +273,7 @@ def test_evaluating_a_run_with_other_model_hparams_is_one_line(root, tmp_path, c
   that does not fit the networks is one error line."""
   from electra_tf.errors import CheckpointError
   from electra_tf.pretraining import trainer
-  from electra_tf.training import checkpointing
+  from electra_tf.runtime import checkpointing
   cfg = _config(root, "saved")
   t = _trainer(cfg, [])
   objects = t.runner.checkpoint_objects()  # what a run saves, without training it

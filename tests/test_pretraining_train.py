@@ -133,8 +133,8 @@ def test_resume_restores_the_input_position_or_replays_to_it(wiki_dir, straight_
   (an older version's) resumes by replaying the stream to the step. Both end with the uninterrupted run's
   weights."""
   import tensorflow as tf
-  from electra_tf.pretrain_data import inputs
-  from electra_tf.training import checkpointing
+  from electra_tf.pretraining import inputs
+  from electra_tf.runtime import checkpointing
   stream = lambda c: iter(inputs.global_batches(c, inputs.train_files(c), c.train_batch_size, c.seed))
   cfg = _config(wiki_dir, "resume_position", **_SIGNAL_STEPS)
   first = _trainer(cfg)
@@ -263,7 +263,7 @@ def test_float16_overflow_skips_the_step_halves_the_scale_and_grows_it_back(wiki
   (The scale starts at 2^8: at the default 2^15 this model's first float16 gradient really overflows.)"""
   import keras
   import tensorflow as tf
-  from electra_tf.training.loss_scale import DynamicLossScale
+  from electra_tf.runtime.loss_scale import DynamicLossScale
   INITIAL_SCALE = 2.0 ** 8
   cfg = _config(wiki_dir, "fp16_overflow", num_train_steps=6, iterations_per_loop=1, save_checkpoints_steps=100,
                 mixed_precision="float16")

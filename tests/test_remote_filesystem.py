@@ -114,12 +114,12 @@ def test_data_is_built_from_a_remote_corpus_into_a_remote_directory(tmp_path, be
 
 def test_sentencepiece_model_learned_into_and_read_from_a_remote_directory():
   from electra_tf import tokenization
-  from electra_tf.pretrain_data import vocab
+  from electra_tf.pretrain_data import vocab_learning
   root = _ram("spm")
   tf.io.gfile.makedirs(root)
   docs = [[f"sentence number {i} about {w} and more words" for w in ("cats", "dogs", "birds", "fish")]
           for i in range(50)]
-  model = vocab.learn_sentencepiece_model(docs, fileio.join(root, "spm"), vocab_size=150)
+  model = vocab_learning.learn_sentencepiece_model(docs, fileio.join(root, "spm"), vocab_size=150)
   assert model == fileio.join(root, "spm.model") and fileio.isfile(model)
   tok = tokenization.load_tokenizer(model, do_lower_case=False)
   assert tok.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == [0, 100, 101, 102, 103]

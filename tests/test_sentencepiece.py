@@ -26,10 +26,10 @@ def _wikitext(data_dir, split, n):
 @pytest.fixture(scope="module")
 def sp_model(tmp_path_factory, data_dir):
   """build_vocab.py's SentencePiece learner on 2,000 WikiText-2 paragraphs (cased, 1,000 pieces)."""
-  from electra_tf.pretrain_data import vocab
+  from electra_tf.pretrain_data import vocab_learning
   prefix = tmp_path_factory.mktemp("sp") / "sp"
   docs = [[line] for line in _wikitext(data_dir, "train", 2000)]
-  return vocab.learn_sentencepiece_model(docs, str(prefix), vocab_size=1000, do_lower_case=False)
+  return vocab_learning.learn_sentencepiece_model(docs, str(prefix), vocab_size=1000, do_lower_case=False)
 
 
 def test_read_vocab_gives_size_and_special_ids_for_both_formats(sp_model, bert_vocab):

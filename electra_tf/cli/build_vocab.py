@@ -14,7 +14,7 @@ import sys
 
 from electra_tf.cli import common
 from electra_tf.errors import DataPrepError
-from electra_tf.pretrain_data import build, corpus, vocab
+from electra_tf.pretrain_data import build, corpus, vocab_learning
 
 
 def parse_args(argv=None):
@@ -36,10 +36,10 @@ def parse_args(argv=None):
   p.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=True)
   p.add_argument("--do-strip-accents", dest="strip_accents", action=argparse.BooleanOptionalAction,
                  default=None)
-  p.add_argument("--learner", choices=vocab.LEARNERS, default=vocab.DEFAULT_LEARNER,
+  p.add_argument("--learner", choices=vocab_learning.LEARNERS, default=vocab_learning.DEFAULT_LEARNER,
                  help="WordPiece learner: hf (Hugging Face tokenizers, fast; default) or tf-text "
                  "(tensorflow-text's, the one before; slow)")
-  p.add_argument("--max-unique-chars", type=int, default=vocab.MAX_UNIQUE_CHARS,
+  p.add_argument("--max-unique-chars", type=int, default=vocab_learning.MAX_UNIQUE_CHARS,
                  help="WordPiece: at most this many characters (the most frequent) become pieces; a word "
                  "with another one tokenizes to [UNK]")
   p.add_argument("--max-sentences", type=int, default=None,
@@ -64,17 +64,17 @@ def _run(args):
                         "to learn from every sentence")
   if args.max_unique_chars < 1:
     raise DataPrepError(f"--max-unique-chars is {args.max_unique_chars}; pass a positive count (default "
-                        f"{vocab.MAX_UNIQUE_CHARS})")
+                        f"{vocab_learning.MAX_UNIQUE_CHARS})")
   stats = corpus.CorpusStats()
   docs = build.iter_documents(stats, args.corpus_dir, args.blanks_separate_docs, args.wikipedia_dump,
                              args.books_dir, tfds)
   try:
     if args.sentencepiece:
       prefix = args.output[:-len(".model")] if args.output.endswith(".model") else args.output
-      path = vocab.learn_sentencepiece_model(docs, prefix, args.vocab_size, args.do_lower_case,
+      path = vocab_learning.learn_sentencepiece_model(docs, prefix, args.vocab_size, args.do_lower_case,
                                              args.sentencepiece_model_type, args.max_sentences)
     else:
-      n = vocab.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
+      n = vocab_learning.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
                                       args.strip_accents, args.max_sentences, args.learner,
                                       args.max_unique_chars, args.progress)
       path = f"{args.output} ({n} tokens)"

@@ -23,7 +23,7 @@ from electra_tf.convert.layout import HF, KERAS_HUB, TF1
 from electra_tf.convert.vocab_files import SPM_FILE, VOCAB_FILE, check_vocab, vocab_kind
 from electra_tf.convert.writers import hf_config, write_hf, write_model_dir, write_tf1
 from electra_tf.errors import ConversionError, OutputExistsError
-from electra_tf.finetuning import heads as head_families
+from electra_tf.finetuning import head_families
 from electra_tf.serving import savedmodel
 
 

@@ -10,7 +10,7 @@ Library entry points:
   ``detect_format(path)``, and the writers ``write_model_dir``, ``write_tf1``, ``write_hf``, ``write_preset``;
   ``FORMATS`` is the registry behind them (``formats``).
 * ``infer_architecture(shapes)``: model and generator sizes from variable shapes.
-* ``electra_tf.serving.savedmodel.export_savedmodel`` and ``electra_tf.convert.hf_heads`` (fine-tuned heads).
+* ``electra_tf.serving.savedmodel.export_savedmodel`` and ``electra_tf.convert.hf_task_models`` (fine-tuned heads).
 """
 
 from electra_tf.convert.architecture import Architecture, ConversionError, infer_architecture

@@ -15,7 +15,7 @@ from electra_tf.convert.layout import CONFIG_FILE, FORMAT_TAG, HF_WEIGHT_FILES, 
 from electra_tf.convert.source import Source, generator_arrays, holds_weight
 from electra_tf.convert.vocab_files import check_vocab, copy_vocab, hf_tokenizer_config
 from electra_tf.errors import ConversionError
-from electra_tf.runtime.outputs import atomic_directory
+from electra_tf.runtime.atomic_files import atomic_directory
 
 
 def _save_bundle(prefix: str, arrays: typing.Mapping[str, np.ndarray], global_step: int):

@@ -14,7 +14,7 @@ import typing
 import numpy as np
 
 from electra_tf import fileio
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 
 # A task's metric that decides, where its scorer reports several: the first one it reports otherwise.
 PREFERRED_METRICS = ("f1", "micro_f1", "accuracy", "mcc", "pearson")

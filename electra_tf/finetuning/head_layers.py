@@ -1,4 +1,4 @@
-"""The fine-tuning heads as Keras layers, one per head family (``heads`` describes each family): the
+"""The fine-tuning heads as Keras layers, one per head family (``head_families`` describes each family): the
 reference's heads and losses, per example, on the encoder's sequence output.
 
 Head variables take the names ``tf.layers.dense`` gives them in the reference (``dense``, ``dense_1``,
@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from electra_tf.modeling.activations import gelu
 from electra_tf.modeling.dropout import stateless_dropout
-from electra_tf.modeling.heads import gather_positions
+from electra_tf.modeling.pretraining_heads import gather_positions
 
 HEAD_DROPOUT = 0.1  # the reference's keep_prob 0.9 on the [CLS] vector
 

@@ -2,14 +2,14 @@
 ``task_specific/<task>/``, with the reference's losses (per example; the model sums them over the batch,
 each masked by the example's task id, so a multi-task batch trains every task it contains).
 
-The heads are the layers of each task's head family (``heads``, ``head_layers``).
+The heads are the layers of each task's head family (``head_families``, ``head_layers``).
 """
 
 import keras
 import tensorflow as tf
 
 from electra_tf.checkpoint_names import encoder_variables
-from electra_tf.finetuning import heads
+from electra_tf.finetuning import head_families
 from electra_tf.modeling.dropout import derive_seed
 from electra_tf.modeling.encoder import ElectraEncoder
 
@@ -26,7 +26,7 @@ class FinetuningModel(keras.Model):
     self.model_config = model_config
     self.task_names = [t.name for t in tasks]
     self.encoder = ElectraEncoder(model_config, name="electra")
-    self.heads = [heads.family(t.head_type).layer(t, model_config.hidden_size, HEAD_DROPOUT)
+    self.heads = [head_families.family(t.head_type).layer(t, model_config.hidden_size, HEAD_DROPOUT)
                   for t in tasks]
     # Sentence heads read [CLS] alone: the last layer then computes that position only (the same values,
     # benchmarks/README.md "Whole fine-tuning trials"); tagging and QA heads need every position.

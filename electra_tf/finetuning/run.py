@@ -24,7 +24,7 @@ import typing
 from electra_tf import fileio, runtime
 from electra_tf.convert import load_pretrained_weights, write_tf1
 from electra_tf.errors import FinetuningError
-from electra_tf.finetuning import baselines, interrupted, outputs, user_task
+from electra_tf.finetuning import baselines, interrupted, result_files, user_task
 from electra_tf.finetuning.best_epoch import BestEpoch
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
@@ -204,11 +204,11 @@ class FinetuningRun:
           continue
         files = task.test_outputs(split, outs)
         stem = os.path.join(pred_dir, f"{task.name}_{split}_{trial}_predictions")
-        write = outputs.write_json if files.predictions_format == "json" else outputs.write_pickle
+        write = result_files.write_json if files.predictions_format == "json" else result_files.write_pickle
         write(f"{stem}.{files.predictions_format}", files.predictions)
         if files.submission is not None:
           name, eids, labels = files.submission
-          outputs.write_glue_submission(os.path.join(glue_dir, f"{name}.tsv"), eids, labels)
+          result_files.write_glue_submission(os.path.join(glue_dir, f"{name}.tsv"), eids, labels)
 
   # ---- trials -------------------------------------------------------------------------------------------
 
@@ -321,12 +321,12 @@ class FinetuningRun:
       results["time"] = time.time() - start
       self.trial_results.append(results)
       if cfg.do_eval:
-        summary = outputs.summarize(self.trial_results)
+        summary = result_files.summarize(self.trial_results)
         if self.chief:
-          outputs.write_results(self.results_dir, self.tasks_key, self.trial_results, self.baselines)
-        self.say(outputs.format_results([results]))
+          result_files.write_results(self.results_dir, self.tasks_key, self.trial_results, self.baselines)
+        self.say(result_files.format_results([results]))
         if len(self.trial_results) > 1:
-          self.say(outputs.format_summary(summary))
+          self.say(result_files.format_summary(summary))
     for name, found in self.baselines.items():
       metric = summary.get(name, {}).get(found["metric"])
       self.say(baselines.format_baselines(name, found, metric["median"] if metric else None,

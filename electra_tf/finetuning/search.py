@@ -20,7 +20,7 @@ import typing
 
 from electra_tf import fileio
 from electra_tf.errors import FinetuningError, HParamError
-from electra_tf.finetuning import outputs, selection
+from electra_tf.finetuning import result_files, selection
 from electra_tf.finetuning.base import log
 from electra_tf.finetuning.best_epoch import primary_metric, score_of
 from electra_tf.finetuning.run import FinetuningRun
@@ -97,7 +97,7 @@ class Search:
                "validation": record["scores"], "curve": record["curve"], "converged": record["converged"],
                "seeds": record["seeds"], "validation_size": self.config.validation_size,
                "validation_seed": self.config.validation_seed}
-    outputs.write_json(os.path.join(self.config.results_dir, f"{self.task}_search.json"), summary)
+    result_files.write_json(os.path.join(self.config.results_dir, f"{self.task}_search.json"), summary)
     print(format_search(summary), flush=True)
     return record
 

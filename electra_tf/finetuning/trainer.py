@@ -1,4 +1,4 @@
-"""The fine-tuning job as a task of the shared runner (``training.runner``): the tasks' heads on the encoder.
+"""The fine-tuning job as a task of the shared runner (``runtime.runner``): the tasks' heads on the encoder.
 
 Training follows the reference: loss summed over the (global) batch, gradients clipped to global norm 1.0,
 AdamW without bias correction, multiplicative warmup over the first 10% of steps then linear decay, layer-wise
@@ -21,7 +21,7 @@ from electra_tf import runtime
 from electra_tf.errors import FinetuningError, HParamError
 from electra_tf.finetuning.inputs import make_dataset
 from electra_tf.finetuning.model import FinetuningModel
-from electra_tf.training import runner as runner_lib
+from electra_tf.runtime import runner as runner_lib
 
 _say = functools.partial(print, flush=True)
 

@@ -25,7 +25,7 @@ from electra_tf.errors import DataError, HParamError
 from electra_tf.finetuning import user_files
 from electra_tf.finetuning.base import FeatureSpec, PredictionFiles, Task, common_feature_specs, log
 from electra_tf.finetuning.classification import Columns, GlueTask, InputExample, RegressionTask
-from electra_tf.finetuning.outputs import write_json
+from electra_tf.finetuning.result_files import write_json
 from electra_tf.finetuning.qa import SQuADTask
 from electra_tf.finetuning.tagging import TaggingExample, featurize_tagging, tagging_feature_specs
 from electra_tf.finetuning.scorers.classification import RegressionScorer

@@ -9,7 +9,7 @@ import tensorflow as tf
 from electra_tf.configs import ModelConfig, PretrainingConfig
 from electra_tf.modeling.dropout import derive_seed
 from electra_tf.modeling.encoder import ElectraEncoder
-from electra_tf.modeling.heads import DiscriminatorHead, GeneratorHead
+from electra_tf.modeling.pretraining_heads import DiscriminatorHead, GeneratorHead
 
 
 class ElectraDiscriminator(keras.Model):

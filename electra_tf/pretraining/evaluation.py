@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import fileio
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 
 NUM_THRESHOLDS = 200
 _KEPSILON = 1e-7  # tf.metrics.auc's
@@ -63,7 +63,7 @@ def eval_sums(out: dict) -> dict:
 
 def replica_eval(model, seed: int):
   """``replica_eval(features, batch_index) -> eval_sums`` of one replica's rows of a global batch (the runner's
-  evaluator sums them over replicas: ``training.loop.compile_eval``).
+  evaluator sums them over replicas: ``runtime.loop.compile_eval``).
 
   Masking and sampling are keyed by (``seed``, ``batch_index``, global row), so every evaluation of the same
   checkpoint draws the same masks; loss normalisers are global, as in training."""

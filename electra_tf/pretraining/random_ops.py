@@ -9,5 +9,5 @@ replays them. This module names the streams of one step.
 from electra_tf.modeling.keyed_random import hash32, keyed_uniform, step_key  # noqa: F401 (the streams' API)
 
 # Stream ids: independent draws of one step (the training runtime's per-example dropout draws stream
-# ``training.step.DROPOUT_STREAM``, 4).
+# ``runtime.step.DROPOUT_STREAM``, 4).
 MASK_POSITIONS, MASK_REPLACE, GUMBEL = 1, 2, 3

@@ -1,4 +1,4 @@
-"""The pre-training job: the ELECTRA objective as a task of the shared runner (``training.runner``).
+"""The pre-training job: the ELECTRA objective as a task of the shared runner (``runtime.runner``).
 
 What is pre-training's own: the networks, the objective (masking and sampling keyed by (seed, step, global
 row), so there is no generator state to save and a resumed run replays what an uninterrupted one does; loss
@@ -18,10 +18,10 @@ import tensorflow as tf
 from electra_tf import runtime
 from electra_tf.configs import PretrainingConfig, pretraining_summary
 from electra_tf.errors import HParamError, PretrainingError
-from electra_tf.pretrain_data import inputs
+from electra_tf.pretraining import inputs
 from electra_tf.pretraining import evaluation, init_checkpoint, masking, objective
 from electra_tf.pretraining.collapse import CollapseGuard
-from electra_tf.training import runner as runner_lib, step as train_step
+from electra_tf.runtime import runner as runner_lib, step as train_step
 
 # Masking/sampling stream offset for evaluation, so eval batches never reuse training draws.
 EVAL_SEED_OFFSET = 1_000_003

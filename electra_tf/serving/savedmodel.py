@@ -32,11 +32,11 @@ from electra_tf.errors import ConversionError
 from electra_tf.convert.formats import read_source
 from electra_tf.convert.vocab_files import SPM_FILE, VOCAB_FILE, check_vocab
 from electra_tf.convert.loading import load_pretrained_weights
-from electra_tf.finetuning import heads, user_task
-from electra_tf.finetuning.outputs import write_json
+from electra_tf.finetuning import head_families, user_task
+from electra_tf.finetuning.result_files import write_json
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.finetuning.tasks import TASKS
-from electra_tf.runtime.outputs import atomic_directory
+from electra_tf.runtime.atomic_files import atomic_directory
 from electra_tf.errors import VocabError
 from electra_tf.tokenization import FullTokenizer, load_tokenizer, read_vocab
 
@@ -46,7 +46,7 @@ MODEL_FIELDS = ("model_size", "model_hparam_overrides", "embedding_size", "vocab
 
 def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]:
   """``{task: {"type": ..., "num_outputs": n}}`` read off ``task_specific/<task>/...`` names and shapes
-  (``heads.head_type_in_checkpoint``)."""
+  (``head_families.head_type_in_checkpoint``)."""
   scopes, outputs = {}, {}
   for name, value in extra.items():
     parts = name.split("/")
@@ -55,7 +55,7 @@ def task_heads(extra: typing.Mapping[str, np.ndarray]) -> typing.Dict[str, dict]
     scopes.setdefault(parts[1], set()).add(parts[2])
     if parts[2] == "dense" and parts[3] == "kernel":
       outputs[parts[1]] = int(value.shape[-1])
-  return {task: {"type": heads.head_type_in_checkpoint(found, outputs.get(task), _registry_type(task)),
+  return {task: {"type": head_families.head_type_in_checkpoint(found, outputs.get(task), _registry_type(task)),
                  "num_outputs": outputs.get(task)} for task, found in scopes.items()}
 
 
@@ -72,10 +72,10 @@ def task_defaults(task_name: str, head_type: str, num_outputs: int, config: Fine
   """Labels (a regressor: the [low, high] its [0, 1] outputs map to) and whether the task reads a sentence
   pair, from the fine-tuning task registry when the task is one of the reference's; generic otherwise."""
   cls = _registry_class(task_name)
-  head = heads.family(head_type)
+  head = head_families.family(head_type)
   labels = [f"LABEL_{i}" for i in range(num_outputs)] if head_type != "regression" else [0.0, 5.0]
-  pair = head.serving_inputs == heads.TEXT_INPUTS
-  if cls is not None and head.serving_inputs == heads.TEXT_INPUTS:  # a GLUE task: its columns tell
+  pair = head.serving_inputs == head_families.TEXT_INPUTS
+  if cls is not None and head.serving_inputs == head_families.TEXT_INPUTS:  # a GLUE task: its columns tell
     task = cls(config, None)
     pair = task.columns("dev").text_b is not None
     if head.named_outputs and len(task.label_list) == num_outputs:
@@ -104,9 +104,9 @@ def build_finetuned_model(path: str, task: typing.Optional[str] = None, **config
     info["type"] = own[0].type
   else:
     own = None
-  if not heads.family(info["type"]).servable:
+  if not head_families.family(info["type"]).servable:
     raise ConversionError(f"task {task!r} has a {info['type']} head; SavedModel export serves "
-                          f"{', '.join(heads.servable_families())} heads")
+                          f"{', '.join(head_families.servable_families())} heads")
   config = FinetuningConfig.create(task_names=[task], **config_overrides)
   spec = types.SimpleNamespace(name=task, head_type=info["type"], num_outputs=info["num_outputs"], config=config)
   model_config = source.architecture.discriminator
@@ -131,8 +131,8 @@ def user_spec(path: str):
 def user_task_info(spec: "user_task.TaskSpec", settings: dict) -> dict:
   """What serving takes from a user task's spec: label names (or a regression's range), the pair input, the
   fine-tuning run's sequence length and casing."""
-  head = heads.family(spec.type)
-  pair = head.serving_inputs == heads.TEXT_INPUTS and bool(spec.text_pair_column)
+  head = head_families.family(spec.type)
+  pair = head.serving_inputs == head_families.TEXT_INPUTS and bool(spec.text_pair_column)
   inputs = head.serving_inputs if pair else head.serving_inputs[:1]
   labels = [spec.min_value, spec.max_value] if spec.type == "regression" else [str(v) for v in spec.labels]
   return dict(labels=labels, pair=pair, inputs=list(inputs), spec=spec.to_json(), settings=settings,
@@ -239,7 +239,7 @@ class ServingModule(tf.Module):
     self.tokens = tf.constant(vocab.id_to_token())
     self.sentencepiece = vocab.kind == "sentencepiece"
     self.info, self.max_seq_length, self.config = info, max_seq_length, config
-    self._head = heads.family(info["type"])
+    self._head = head_families.family(info["type"])
     self.cls_id, self.sep_id = vocab.special["[CLS]"], vocab.special["[SEP]"]
     self.labels = tf.constant(info["labels"])
     self.do_lower_case = tf.constant(bool(do_lower_case))
@@ -327,11 +327,11 @@ class ServingModule(tf.Module):
             "no_answer_logit": no_answer, "has_answer": has_answer}
 
   def signatures(self) -> dict:
-    if self._head.serving_inputs == heads.QUESTION_CONTEXT_INPUTS:
+    if self._head.serving_inputs == head_families.QUESTION_CONTEXT_INPUTS:
       fn = tf.function(lambda question, context: self.answer(question, context))
       serve = fn.get_concrete_function(question=tf.TensorSpec([None], tf.string, name="question"),
                                        context=tf.TensorSpec([None], tf.string, name="context"))
-    elif self._head.serving_inputs == heads.WORD_INPUTS:
+    elif self._head.serving_inputs == head_families.WORD_INPUTS:
       fn = tf.function(lambda words: self.tag(words))
       serve = fn.get_concrete_function(words=tf.TensorSpec([None, None], tf.string, name="words"))
     elif self.info["pair"]:
@@ -341,7 +341,7 @@ class ServingModule(tf.Module):
     else:
       fn = tf.function(lambda text: self.classify(text))
       serve = fn.get_concrete_function(text=tf.TensorSpec([None], tf.string, name="text"))
-    if self._head.serving_inputs == heads.WORD_INPUTS:  # a tagger's packed input needs its word positions too
+    if self._head.serving_inputs == head_families.WORD_INPUTS:  # a tagger's packed input needs its word positions too
       return {"serving_default": serve}
     packed = tf.function(lambda input_ids, input_mask, segment_ids: self.run_head(input_ids, input_mask,
                                                                                   segment_ids))
@@ -364,7 +364,7 @@ def export_savedmodel(path: str, out_dir: str, task: typing.Optional[str] = None
     raise ConversionError(f"{path} has no {VOCAB_FILE} or {SPM_FILE} beside it; pass --vocab")
   check_vocab(vocab_file, source.architecture)
   if labels is not None:
-    if heads.family(info["type"]).named_outputs and len(labels) != info["num_outputs"]:
+    if head_families.family(info["type"]).named_outputs and len(labels) != info["num_outputs"]:
       raise ConversionError(f"{len(labels)} labels given but the head has {info['num_outputs']} outputs")
     info["labels"] = list(labels)
   lower = do_lower_case if do_lower_case is not None else info.get("default_lower_case")

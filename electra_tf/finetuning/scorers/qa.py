@@ -18,7 +18,7 @@ import typing
 import numpy as np
 
 from electra_tf.finetuning.head_layers import QA_OUTPUTS
-from electra_tf.finetuning.outputs import write_json
+from electra_tf.finetuning.result_files import write_json
 from electra_tf.finetuning.scorers.base import Scorer
 from electra_tf.finetuning.scorers.mrqa import mrqa_evaluate
 from electra_tf.finetuning.scorers.squad import squad_v1_evaluate, squad_v2_evaluate

@@ -1,4 +1,4 @@
-"""Resuming from a run's own checkpoints when the newest one is damaged (``training/checkpointing.py``).
+"""Resuming from a run's own checkpoints when the newest one is damaged (``runtime/checkpointing.py``).
 
 A ``.data`` file cut short (a full disk, an interrupted copy) still opens through its ``.index``; the damage
 shows only when the values are read. The run resumes from the newest earlier checkpoint that reads, with a
@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.errors import CheckpointError
-from electra_tf.training import checkpointing
+from electra_tf.runtime import checkpointing
 
 
 def _objects():
@@ -50,7 +50,7 @@ def test_a_cut_newest_checkpoint_resumes_from_the_earlier_one_with_a_warning(tmp
   saved = _run_with_checkpoints(tmp_path)
   _cut(saved.latest)
   step, weights, objects = _objects()
-  with caplog.at_level(logging.WARNING, logger="electra_tf.training"):
+  with caplog.at_level(logging.WARNING, logger="electra_tf.runtime"):
     path, _ = checkpointing.Checkpointer(str(tmp_path), objects, step).restore()
   assert path.endswith("ckpt-2")
   assert int(step.numpy()) == 2 and np.all(weights.numpy() == 2.0)  # every value from ckpt-2, none from ckpt-3

@@ -1,10 +1,10 @@
-"""Dynamic loss scaling (``training/loss_scale.py``, both jobs): overflow skips the update and halves the scale,
+"""Dynamic loss scaling (``runtime/loss_scale.py``, both jobs): overflow skips the update and halves the scale,
 finite steps grow it back after the growth interval."""
 
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.training.loss_scale import INITIAL_SCALE, DynamicLossScale
+from electra_tf.runtime.loss_scale import INITIAL_SCALE, DynamicLossScale
 
 
 def test_overflow_skips_the_update_halves_the_scale_and_finite_steps_grow_it_back():

@@ -1,7 +1,7 @@
 """The pre-training job's inputs: data checks, training and held-out files, the input pipeline.
 
 ``global_batches`` is the input of training and evaluation: one deterministic stream of *global* batches,
-read by a local iterator (whose position training checkpoints: ``training.checkpointing``); replicas take
+read by a local iterator (whose position training checkpoints: ``runtime.checkpointing``); replicas take
 their rows of each batch inside the compiled loop and the evaluator, so a run on any topology sees the
 examples one device would, and a resumed run continues the stream where it stopped.
 """

@@ -13,7 +13,7 @@ import typing
 
 import numpy as np
 
-from electra_tf.runtime.outputs import atomic_write
+from electra_tf.runtime.atomic_files import atomic_write
 
 
 def _jsonable(x):

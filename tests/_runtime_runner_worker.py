@@ -1,7 +1,7 @@
 """Subprocess body of the training-runtime tests that need two logical CPU devices (set before TensorFlow
 starts): a short fine-tuning trial and a short pre-training run with XLA on.
 
-  python _training_worker.py JOB MODE ROOT VOCAB
+  python _runtime_runner_worker.py JOB MODE ROOT VOCAB
 JOB: finetune | pretrain. MODE: single (one device) or mirrored (two replicas).
 Output (last stdout line): {"replicas": n, "xla": whether the step is compiled, "weights": npz path}.
 """

@@ -30,7 +30,7 @@ from electra_tf import fileio
 from electra_tf.errors import CheckpointError, first_line
 from electra_tf.runtime.restore import DAMAGED, damaged_reason
 
-log = logging.getLogger("electra_tf.training")
+log = logging.getLogger(__name__)
 
 ITERATOR_KEY = "input_iterator"
 

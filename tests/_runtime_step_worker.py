@@ -1,6 +1,6 @@
 """Subprocess body of the accumulation test under MirroredStrategy (two logical CPUs, set before TF starts).
 
-  python _training_step_worker.py DATA_DIR pretraining|finetuning
+  python _runtime_step_worker.py DATA_DIR pretraining|finetuning
 pretraining: trains a tiny ELECTRA (dropout on) 10 steps of a global batch of 16 twice: on one device in one
 batch with per-example dropout, and on two replicas with 2 micro-batches each. finetuning: a tiny model on
 sst, 8 steps of 8, dropout on, the same two ways (one job per process: two MirroredStrategy runs in one

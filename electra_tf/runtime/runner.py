@@ -39,8 +39,8 @@ from electra_tf import runtime
 from electra_tf.configs import uses_per_example_dropout
 from electra_tf.errors import ElectraError, HParamError
 from electra_tf.optimization import create_optimizer
-from electra_tf.training import checkpointing, controller, loop, step as train_step
-from electra_tf.training.loss_scale import DynamicLossScale
+from electra_tf.runtime import checkpointing, controller, loop, step as train_step
+from electra_tf.runtime.loss_scale import DynamicLossScale
 
 NAN_ADVICE = "lower learning_rate, or use bfloat16 instead of float16"
 Hook = controller.Hook

@@ -12,7 +12,7 @@ import typing
 
 import tensorflow as tf
 
-from electra_tf.convert import hf_heads
+from electra_tf.convert import hf_task_models
 from electra_tf.errors import ConversionError
 from electra_tf.finetuning import head_layers
 
@@ -62,16 +62,16 @@ class HeadFamily:
 
 FAMILIES = {f.name: f for f in (
     HeadFamily("classification", head_layers.ClassificationHead, ("predictions", "targets"), named_outputs=True,
-               serving_inputs=TEXT_INPUTS, serve=_serve_classes, hf_export=hf_heads.sequence_classification),
+               serving_inputs=TEXT_INPUTS, serve=_serve_classes, hf_export=hf_task_models.sequence_classification),
     HeadFamily("regression", head_layers.RegressionHead, ("predictions", "targets"), named_outputs=False,
                serving_inputs=TEXT_INPUTS, serve=_serve_score,
-               hf_export=functools.partial(hf_heads.sequence_classification, regression=True)),
+               hf_export=functools.partial(hf_task_models.sequence_classification, regression=True)),
     HeadFamily("multilabel", head_layers.MultiLabelHead, ("predictions", "targets"), named_outputs=True,
                serving_inputs=TEXT_INPUTS, serve=_serve_label_set,
                hf_refusal="multi-label heads are not exported to Hugging Face yet; export the encoder with "
                           "export-hf --what encoder"),
     HeadFamily("tagging", head_layers.TaggingHead, ("predictions", "labels", "labels_mask"), named_outputs=True,
-               serving_inputs=WORD_INPUTS, hf_export=hf_heads.token_classification),
+               serving_inputs=WORD_INPUTS, hf_export=hf_task_models.token_classification),
     HeadFamily("qa", head_layers.QAHead, head_layers.QA_OUTPUTS, named_outputs=False,
                checkpoint_scope="qa_hidden", serving_inputs=QUESTION_CONTEXT_INPUTS,
                hf_refusal=("the reference's joint start/end QA head (beam search + answerable classifier) has no "

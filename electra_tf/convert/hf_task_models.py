@@ -12,7 +12,7 @@
 * QA: the reference's joint start/end head with beam search and answerable classifier has no HF
   counterpart (``ElectraForQuestionAnswering`` is one dense(2)); exporting it is refused.
 
-Which function exports which head family is said by the family (``finetuning.heads``).
+Which function exports which head family is said by the family (``finetuning.head_families``).
 """
 
 import numpy as np

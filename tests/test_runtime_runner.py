@@ -1,4 +1,4 @@
-"""The training runtime both jobs share (``electra_tf.training``): fine-tuning gains float16, resumable
+"""The training runtime both jobs share (``electra_tf.runtime``): fine-tuning gains float16, resumable
 trials, XLA on several replicas and the NaN line; pre-training resumes in constant time.
 
 Each check runs the real jobs on tiny models: real rt_polarity sentences (fine-tuning) and WikiText-2
@@ -50,7 +50,7 @@ def _trial_weights(run, trial):
 def _kill_after_loops(monkeypatch, trial_to_kill: int, loops: int):
   """Sends SIGTERM to this process after ``loops`` compiled loops of trial ``trial_to_kill``."""
   from electra_tf.finetuning import trainer as trainer_lib
-  from electra_tf.training import loop
+  from electra_tf.runtime import loop
   calls = {"trial": 0}
   original_train = trainer_lib.Trainer.train
 
@@ -113,7 +113,7 @@ def test_the_next_trial_on_the_reset_trainer_equals_a_new_trainer(sst_root, bert
   """A run's trials share one trainer (``Trainer.reset``) and trace and compile the XLA step once; each trial
   still ends with the weights and dev results of a trainer built new for its seed, bit for bit."""
   from electra_tf.finetuning import run as run_lib
-  from electra_tf.training import loop
+  from electra_tf.runtime import loop
   compiled = []
   original_compile = loop.compile_loop
 
@@ -152,7 +152,7 @@ def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_consta
   bit for bit. A run of another shape gets a trainer of its own."""
   from electra_tf import optimization
   from electra_tf.finetuning import run as run_lib, trainer as trainer_lib
-  from electra_tf.training import loop, runner as runner_lib
+  from electra_tf.runtime import loop, runner as runner_lib
   compiled = []
   original_compile = loop.compile_loop
 
@@ -271,7 +271,7 @@ def test_nan_loss_in_fine_tuning_is_one_error_line(sst_root, bert_vocab, monkeyp
 
 
 def _worker(job, mode, root, vocab):
-  proc = subprocess.run([sys.executable, os.path.join(HERE, "_training_worker.py"), job, mode, str(root),
+  proc = subprocess.run([sys.executable, os.path.join(HERE, "_runtime_runner_worker.py"), job, mode, str(root),
                          str(vocab)], capture_output=True, text=True, timeout=600,
                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert proc.returncode == 0, proc.stderr[-3000:]

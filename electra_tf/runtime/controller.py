@@ -14,7 +14,7 @@ import typing
 
 from electra_tf.errors import ElectraError
 from electra_tf.runtime import stop_requests
-from electra_tf.training.loop import loop_length
+from electra_tf.runtime.loop import loop_length
 
 
 @dataclasses.dataclass

@@ -1,4 +1,4 @@
-"""Gradient accumulation (``training/step.py``): k micro-batches of B / k train exactly like one batch of B.
+"""Gradient accumulation (``runtime/step.py``): k micro-batches of B / k train exactly like one batch of B.
 
 The reference point is the un-accumulated run of the same global batch with per-example dropout (the masks
 accumulation implies): masks, generator samples and dropout are keyed by each example's row in the global
@@ -20,7 +20,7 @@ from conftest import DROPOUT_FREE_TINY_MODEL, TINY_MODEL
 from tests._finetuning_testlib import tiny_config, tsv, write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKER = os.path.join(HERE, "_training_step_worker.py")
+WORKER = os.path.join(HERE, "_runtime_step_worker.py")
 # Float rounding of sums in another order over 20 Adam steps (measured max |difference| about 4e-6 on
 # weights of magnitude about 1); a wrong mask, sample or step count moves weights by 1e-2 or more.
 ATOL = 3e-5
