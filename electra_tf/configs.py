@@ -263,14 +263,15 @@ class PretrainingConfig(RuntimeConfig):
 @dataclasses.dataclass
 class FinetuningConfig(RuntimeConfig):
   """Every fine-tuning option of the reference (section 5 of the spec) plus this port's additions."""
-  model_name: str = field("electra_small", "pre-trained model name under <data_dir>/models")
-  data_dir: str = field("", "root holding finetuning_data/, vocab.txt and models/")
+  model_name: str = field("electra_small", "pre-trained model name under <data_dir>/models", per_run=True)
+  data_dir: str = field("", "root holding finetuning_data/, vocab.txt and models/", per_run=True)
   debug: bool = field(False, "tiny runs")
-  log_examples: bool = field(False, "log the first featurized example of each task and split (on in debug)")
-  num_trials: int = field(1, "runs with different seeds (negative = forever)")
-  keep_all_models: bool = field(True, "keep every trial's model")
+  log_examples: bool = field(False, "log the first featurized example of each task and split (on in debug)",
+                             per_run=True)
+  num_trials: int = field(1, "runs with different seeds (negative = forever)", per_run=True)
+  keep_all_models: bool = field(True, "keep every trial's model", per_run=True)
   do_train: bool = field(True, "fine-tune")
-  do_eval: bool = field(True, "evaluate on dev")
+  do_eval: bool = field(True, "evaluate on dev", per_run=True)
 
   model_size: str = field("small", "transformer size", choices=MODEL_SIZES)
   model_hparam_overrides: dict = field(None, "overrides of ModelConfig fields", default_factory=dict)
@@ -278,10 +279,10 @@ class FinetuningConfig(RuntimeConfig):
   vocab_size: int = field(30522, "vocabulary size", min=1)
   do_lower_case: bool = field(True, "lowercase input text")
 
-  learning_rate: float = field(1e-4, "peak learning rate", min=0.0)
+  learning_rate: float = field(1e-4, "peak learning rate", min=0.0, per_run=True)
   weight_decay_rate: float = field(0.01, "decoupled weight decay", min=0.0)
   layerwise_lr_decay: float = field(0.8, "per-layer LR decay (0 disables)", min=0.0, max=1.0)
-  num_train_epochs: float = field(3.0, "epochs", min=0.0, min_exclusive=True)
+  num_train_epochs: float = field(3.0, "epochs", min=0.0, min_exclusive=True, per_run=True)
   warmup_proportion: float = field(0.1, "warmup as a fraction of steps", min=0.0, max=1.0)
   save_checkpoints_steps: int = field(1000000, "also save the trial's model every N steps (it is always saved "
                                       "at the end)", min=1)
@@ -289,8 +290,8 @@ class FinetuningConfig(RuntimeConfig):
   use_tfrecords_if_existing: bool = field(False, "the reference's TFRecord cache: features are built in memory "
                                           "for each run here, so only false is accepted")
 
-  write_test_outputs: bool = field(False, "write test-set predictions")
-  n_writes_test: int = field(5, "trials that write test predictions", min=0)
+  write_test_outputs: bool = field(False, "write test-set predictions", per_run=True)
+  n_writes_test: int = field(5, "trials that write test predictions", min=0, per_run=True)
 
   task_names: typing.List[str] = field(None, "tasks to train jointly", default_factory=lambda: ["chunk"])
   max_seq_length: int = field(128, "tokens per example", min=5, max=512)
@@ -313,23 +314,25 @@ class FinetuningConfig(RuntimeConfig):
   qa_na_threshold: float = field(-2.75, "SQuAD 2.0 no-answer threshold on null odds")
 
   # paths
-  vocab_file: typing.Optional[str] = field(None, "vocab (default models/<model>/vocab.txt, else vocab.txt)")
-  init_checkpoint: typing.Optional[str] = field(None, "checkpoint to start from (default models/<model>)")
+  vocab_file: typing.Optional[str] = field(None, "vocab (default models/<model>/vocab.txt, else vocab.txt)",
+                                           per_run=True)
+  init_checkpoint: typing.Optional[str] = field(None, "checkpoint to start from (default models/<model>)", per_run=True)
   reinit_embeddings: bool = field(False, "keep the encoder's embedding layer (word, position and token-type "
                                   "embeddings, their LayerNorm) at its fresh initialisation instead of loading "
-                                  "it from init_checkpoint; for short pre-training runs (docs/short_runs.md)")
-  raw_data_dir: typing.Optional[str] = field(None, "default <data_dir>/finetuning_data")
+                                  "it from init_checkpoint; for short pre-training runs (docs/short_runs.md)",
+                                  per_run=True)
+  raw_data_dir: typing.Optional[str] = field(None, "default <data_dir>/finetuning_data", per_run=True)
 
   # additions of this port
-  seed: int = field(0, "base seed; trial t uses seed + t", min=0)
+  seed: int = field(0, "base seed; trial t uses seed + t", min=0, per_run=True)
   data_source: str = field("files", "where task data comes from", choices=("files", "tfds"))
-  eval_every_epoch: bool = field(False, "evaluate on dev after every epoch")
+  eval_every_epoch: bool = field(False, "evaluate on dev after every epoch", per_run=True)
   length_bucket_width: int = field(0, "opt-in: batch training examples of similar length together, each batch "
                                    "cut to a multiple of this many tokens (0: the reference's batches of "
                                    "max_seq_length tokens in stream order; docs/finetuning.md)", min=0)
-  tfds_data_dir: typing.Optional[str] = field(None, "tensorflow-datasets data_dir (null = its default)")
+  tfds_data_dir: typing.Optional[str] = field(None, "tensorflow-datasets data_dir (null = its default)", per_run=True)
   skip_bad_rows: bool = field(False, "log and skip malformed data rows (the reference's behaviour) "
-                              "instead of stopping with the file and line")
+                              "instead of stopping with the file and line", per_run=True)
 
   # a task from the user's own files (docs/your_task.md)
   train_file: typing.Optional[str] = field(None, "your training file (.csv, .tsv, .jsonl, SQuAD .json or CoNLL "

@@ -17,9 +17,11 @@ from electra_tf.errors import HParamError  # re-exported: every config raises it
 
 
 def field(default, help: str = "", *, min=None, max=None, choices=None, min_exclusive=False,
-          default_factory=None):
-  """A dataclass field carrying validation metadata."""
-  meta = dict(help=help, min=min, max=max, choices=choices, min_exclusive=min_exclusive)
+          default_factory=None, per_run=False):
+  """A dataclass field carrying validation metadata. ``per_run``: the field does not shape the compiled
+  trainer (a seed, a path, the peak LR, what is written), so runs that differ only in such fields can share
+  one (``finetuning.trainer_cache``)."""
+  meta = dict(help=help, min=min, max=max, choices=choices, min_exclusive=min_exclusive, per_run=per_run)
   if default_factory is not None:
     return dataclasses.field(default_factory=default_factory, metadata=meta)
   return dataclasses.field(default=default, metadata=meta)

@@ -48,7 +48,7 @@ class ReferenceSchedule(keras.optimizers.schedules.LearningRateSchedule):
 class SettableSchedule(ReferenceSchedule):
   """``ReferenceSchedule`` whose peak LR, length and warmup live in variables that ``set`` changes: one compiled
   training step then serves runs of any peak LR and length (fine-tuning reuses its trainers across runs:
-  ``finetuning.trainer.TrainerCache``). Whether there is a warmup is fixed when it is made.
+  ``finetuning.trainer_cache.TrainerCache``). Whether there is a warmup is fixed when it is made.
 
   Its values inside a compiled step equal ``ReferenceSchedule``'s bit for bit: TensorFlow (XLA, and grappler's
   constant folding in a graph) turns a division by a constant into a multiplication by the constant's float32

@@ -25,7 +25,7 @@ from electra_tf.cli import common  # first: it quiets TensorFlow's start-up befo
 from electra_tf import presets, reporting, sample_data, seed_comparison  # pylint: disable=wrong-import-order
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning import FinetuningRun, baselines, get_task, splits
-from electra_tf.finetuning.trainer import TrainerCache
+from electra_tf.finetuning.trainer_cache import TrainerCache
 from electra_tf.pretraining import evaluation, trainer
 
 NO_PRETRAINING_NAME = "electra_sample_no_pretraining"

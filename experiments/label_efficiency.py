@@ -58,7 +58,7 @@ from electra_tf import presets, reporting, sample_data, seed_comparison
 from electra_tf.configs import FinetuningConfig
 from electra_tf.finetuning import baselines, get_task, selection, splits
 from electra_tf.finetuning.tagging import read_conll
-from electra_tf.finetuning.trainer import TrainerCache
+from electra_tf.finetuning.trainer_cache import TrainerCache
 from electra_tf.runtime.atomic_files import atomic_write
 from experiments.units import log, read_json, unit, write_json  # resumable units and their stage files
 

@@ -52,7 +52,7 @@ from electra_tf import presets, reporting, sample_data
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning import selection
 from electra_tf.finetuning.run import run_every_trial
-from electra_tf.finetuning.trainer import TrainerCache
+from electra_tf.finetuning.trainer_cache import TrainerCache
 from electra_tf.pretraining import trainer
 from electra_tf.runtime.atomic_files import atomic_write
 from experiments.units import log

@@ -169,6 +169,19 @@ def test_building_from_local_text_imports_no_tensorflow(tmp_path, bert_vocab):
       "metadata.json", "pretrain_data.tfrecord-0-of-2", "pretrain_data.tfrecord-1-of-2"]
 
 
+def test_reading_user_files_imports_no_tensorflow(tmp_path):
+  """A user's files are read and checked without TensorFlow (``electra_tf.finetuning`` loads its job lazily)."""
+  (tmp_path / "train.csv").write_text("text,label\nfine film,pos\n\"dull, long\",neg\n", encoding="utf-8")
+  code = ("import sys\n"
+          "sys.modules['tensorflow'] = None  # importing it now raises ImportError\n"
+          "from electra_tf.finetuning import user_files\n"
+          f"rows = list(user_files.rows({str(tmp_path / 'train.csv')!r}))\n"
+          "print(list(rows[0][1]), len(rows), rows[1][1]['text'])\n")
+  proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+  assert proc.returncode == 0, proc.stderr.strip().splitlines()[-3:]
+  assert proc.stdout.strip() == "['text', 'label'] 2 dull, long"
+
+
 def test_training_and_conversion_import_without_the_text_packages():
   """Pre-training, fine-tuning and conversion import without tensorflow-text, tensorflow-datasets and Bling Fire
   (only tokenizer graphs, tfds sources and paragraph splitting load them): every process starts sooner, and the

@@ -1,10 +1,12 @@
 """Configs: the reference's defaults, size presets, derived values and hparam validation."""
 
+import dataclasses
 import json
 
 import pytest
 
 from electra_tf import configs
+from electra_tf.configs import FinetuningConfig
 from electra_tf.hparams import HParamError, parse_hparams
 
 
@@ -198,3 +200,22 @@ def test_tiny_preset_applies_the_short_run_rule_and_given_values_win():
   assert ('"short_run_recipe": true} sets learning_rate 0.0003, num_warmup_steps 200, adam_bias_correction true, '
           'temperature 2' in pretraining_summary(small))
   assert "note:" not in pretraining_summary(PretrainingConfig.create("s", "/d", preset="small"))
+
+
+def test_trainer_cache_shares_a_trainer_only_across_per_run_fields():
+  """A cached fine-tuning trainer serves a run that differs in per_run fields only (seed, peak LR, epochs,
+  paths); any other field, or another head, needs a trainer of its own."""
+  import types
+  from electra_tf.finetuning.trainer_cache import TrainerCache
+  per_run = {f.name for f in dataclasses.fields(FinetuningConfig) if f.metadata.get("per_run")}
+  assert {"seed", "learning_rate", "num_train_epochs", "init_checkpoint", "data_dir"} <= per_run
+  assert not per_run & {"train_batch_size", "max_seq_length", "model_size", "mixed_precision", "use_xla",
+                        "layerwise_lr_decay", "warmup_proportion", "gradient_accumulation_steps"}
+  tasks = [types.SimpleNamespace(name="sst", head_type="classification", num_outputs=2)]
+  key = TrainerCache().key
+  base = FinetuningConfig.create("m", "/d")
+  assert key(base, tasks) == key(FinetuningConfig.create("n", "/e", seed=4, learning_rate=3e-3,
+                                                          num_train_epochs=7.0), tasks)
+  assert key(base, tasks) != key(FinetuningConfig.create("m", "/d", train_batch_size=16), tasks)
+  other_head = [types.SimpleNamespace(name="sst", head_type="classification", num_outputs=3)]
+  assert key(base, tasks) != key(base, other_head)

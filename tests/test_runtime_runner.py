@@ -151,7 +151,7 @@ def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_consta
   schedule holds its peak and length as constants (the optimizer as it was before schedules became settable),
   bit for bit. A run of another shape gets a trainer of its own."""
   from electra_tf import optimization
-  from electra_tf.finetuning import run as run_lib, trainer as trainer_lib
+  from electra_tf.finetuning import run as run_lib, trainer_cache
   from electra_tf.runtime import loop, runner as runner_lib
   compiled = []
   original_compile = loop.compile_loop
@@ -160,7 +160,7 @@ def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_consta
     compiled.append(1)
     return original_compile(*args, **kwargs)
 
-  cache = trainer_lib.TrainerCache()
+  cache = trainer_cache.TrainerCache()
   grid_point = dict(learning_rate=3e-4, num_train_epochs=1.5, seed=5, use_xla=True, keep_all_models=True)
   with monkeypatch.context() as m:
     m.setattr(loop, "compile_loop", counting_compile)

@@ -1,9 +1,24 @@
-"""Fine-tuning on the reference's tasks: GLUE, SQuAD 1.1/2.0, MRQA and chunking.
+"""Fine-tuning on the reference's tasks (GLUE, SQuAD 1.1/2.0, MRQA, chunking) and on the user's own files.
 
 ``run_finetuning(FinetuningConfig.create(...))`` runs the trials; ``tasks.get_task`` gives a task's reader,
 featurizer and scorer; ``model.FinetuningModel`` is the encoder plus heads. See ``docs/finetuning.md``.
+
+The names below are imported on first use, so reading and checking a user's files (``user_files``) loads no
+TensorFlow.
 """
 
-from electra_tf.finetuning.base import DataError
-from electra_tf.finetuning.run import FinetuningRun, run_finetuning
-from electra_tf.finetuning.tasks import GLUE_TASKS, TASK_NAMES, get_task, get_tasks
+import importlib
+
+_MODULE_OF = {"DataError": "base", "FinetuningRun": "run", "run_finetuning": "run", "GLUE_TASKS": "tasks",
+              "TASK_NAMES": "tasks", "get_task": "tasks", "get_tasks": "tasks"}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name):
+  if name in _MODULE_OF:
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_MODULE_OF))

@@ -29,7 +29,8 @@ from electra_tf.finetuning.best_epoch import BestEpoch
 from electra_tf.finetuning.base import DataError, format_feature, log, stack_features
 from electra_tf.finetuning.tasks import get_tasks
 from electra_tf.finetuning.inputs import num_train_steps
-from electra_tf.finetuning.trainer import Trainer, TrainerCache
+from electra_tf.finetuning.trainer import Trainer
+from electra_tf.finetuning.trainer_cache import TrainerCache
 from electra_tf.hparams import HParamError
 from electra_tf.tokenization import load_tokenizer
 

@@ -24,7 +24,7 @@ from electra_tf.finetuning import result_files, selection
 from electra_tf.finetuning.base import log
 from electra_tf.finetuning.best_epoch import primary_metric, score_of
 from electra_tf.finetuning.run import FinetuningRun
-from electra_tf.finetuning.trainer import TrainerCache
+from electra_tf.finetuning.trainer_cache import TrainerCache
 
 
 @dataclasses.dataclass

@@ -15,7 +15,7 @@ import statistics
 import typing
 
 from electra_tf.finetuning.run import run_every_trial
-from electra_tf.finetuning.trainer import TrainerCache
+from electra_tf.finetuning.trainer_cache import TrainerCache
 
 
 def learning_rate_label(learning_rate: float) -> str:

@@ -8,9 +8,7 @@ accumulation, checkpoints, summaries, progress, signals and the NaN stop are the
 pre-training.
 """
 
-import collections
 import functools
-import json
 import time
 import typing
 
@@ -187,46 +185,3 @@ class Trainer(runner_lib.Task):
                                 iter(make_dataset(arrays, batch, False)), padded // batch, combine="gather")
     task_id = np.asarray(arrays["task_id"])[:n]
     return {task.name: {k: v[:n][task_id == i] for k, v in outs[task.name].items()} for i, task in enumerate(self.tasks)}
-
-
-class TrainerCache:
-  """Trainers kept for the next fine-tuning runs of one process (``FinetuningRun(..., trainers=cache)``).
-
-  A run's trials share one trainer. An experiment that makes every grid point and seed a run of its own would
-  otherwise trace and compile the same steps for each. With a cache, a run whose trainer would be built like a
-  kept one (the same config but for ``PER_RUN_FIELDS``, heads of the same tasks and sizes) takes that one, with
-  its config, ``reset`` to its seed: the weights, optimizer state, dropout masks and data order of a new trainer,
-  its own peak LR and length (``Trainer.set_schedule``), the same results bit for bit. Keeps the ``size`` most
-  recently used.
-  """
-  # What a reused trainer takes from the new run (its seed, init weights, peak LR and length) or only says where
-  # data and outputs are; every other field (sizes, batch, dropout, layer-wise decay, warmup, XLA ...) must equal.
-  PER_RUN_FIELDS = frozenset({
-      "model_name", "data_dir", "raw_data_dir", "vocab_file", "tfds_data_dir", "init_checkpoint",
-      "reinit_embeddings", "seed", "num_trials", "keep_all_models", "do_eval", "eval_every_epoch", "log_examples",
-      "write_test_outputs", "n_writes_test", "skip_bad_rows", "learning_rate", "num_train_epochs"})
-
-  def __init__(self, size: int = 4):
-    self.size = size
-    self._kept = collections.OrderedDict()
-    self.built = self.reused = 0
-
-  def key(self, config, tasks) -> str:
-    fields = {k: v for k, v in config.to_dict().items() if k not in self.PER_RUN_FIELDS}
-    heads = [(t.name, t.head_type, t.num_outputs) for t in tasks]
-    return json.dumps([fields, heads], sort_keys=True, default=str)
-
-  def get(self, config, tasks, strategy: tf.distribute.Strategy, seed: int) -> Trainer:
-    """A kept trainer reset for this run, else a new one (then kept)."""
-    key = self.key(config, tasks)
-    trainer = self._kept.pop(key, None)
-    if trainer is None:
-      trainer = Trainer(config, tasks, strategy, seed)
-      self.built += 1
-    else:
-      trainer.reset(seed, config, tasks)
-      self.reused += 1
-    self._kept[key] = trainer
-    while len(self._kept) > self.size:
-      self._kept.popitem(last=False)
-    return trainer
