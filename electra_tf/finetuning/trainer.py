@@ -172,16 +172,10 @@ class Trainer(runner_lib.Task):
   # ---- prediction ---------------------------------------------------------------------------------------
 
   def predict(self, arrays: dict, batch_size: int) -> typing.Dict[str, dict]:
-    """Runs the model on ``arrays`` and returns, per task, its head's outputs for the rows of that task (dummy
-    padding rows dropped), in input order. Every worker of a job computes every row (the runner's evaluator
-    gathers the replicas' rows); batches are padded to a multiple of the replica count."""
-    n = len(arrays["task_id"])
-    batch = -(-batch_size // self.runner.replicas) * self.runner.replicas
-    padded = -(-n // batch) * batch
-    if padded != n:  # repeat the last row; its outputs are dropped below
-      arrays = {k: np.concatenate([v, np.repeat(np.asarray(v)[-1:], padded - n, axis=0)]) for k, v in arrays.items()}
+    """Runs the model on ``arrays`` and returns, per task, its head's outputs for the rows of that task, in
+    input order (every worker computes every row: ``Runner.predict``)."""
     model = self.model
-    outs = self.runner.evaluate("predict", lambda rows, _: model(rows, training=False)[1],
-                                iter(make_dataset(arrays, batch, False)), padded // batch, combine="gather")
-    task_id = np.asarray(arrays["task_id"])[:n]
-    return {task.name: {k: v[:n][task_id == i] for k, v in outs[task.name].items()} for i, task in enumerate(self.tasks)}
+    outs = self.runner.predict(lambda rows, _: model(rows, training=False)[1], arrays, batch_size,
+                               lambda padded, batch: make_dataset(padded, batch, False))
+    task_id = np.asarray(arrays["task_id"])
+    return {task.name: {k: v[task_id == i] for k, v in outs[task.name].items()} for i, task in enumerate(self.tasks)}

@@ -23,8 +23,8 @@ The runner owns the rest, one policy for both jobs:
   earlier one and says in one line why a checkpoint does not fit.
 - **The host loop** (``fit``): TensorBoard (the chief's only), the progress bar, the checkpoint and
   evaluation schedules, early stopping, SIGTERM / SIGINT and the NaN line (``controller.Controller``).
-- **Evaluation** (``evaluate``): a local iterator of global batches, each replica its rows, outputs summed
-  or gathered so that every worker computes what one device would (``loop.compile_eval``).
+- **Evaluation** (``evaluate``, ``predict``): a local iterator of global batches, each replica its rows,
+  outputs summed or gathered so that every worker computes what one device would (``loop.compile_eval``).
 - **Lines** (``say``): the chief's only, above the progress bar when there is one, else through the job's
   ``log_fn``.
 """
@@ -292,3 +292,15 @@ class Runner:
     if combine == "sum" or total is None:
       return total
     return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *total)
+
+  def predict(self, replica_fn, arrays: dict, batch_size: int, batches: typing.Callable[[dict, int], tf.data.Dataset]):
+    """``replica_fn``'s outputs for every row of ``arrays`` (numpy, equal lengths), in row order, on every
+    worker: batches of ``batch_size`` rounded up to a multiple of the replica count (``batches(arrays, batch)``
+    makes them), the last padded by repeating its last row, whose outputs are dropped."""
+    n = len(next(iter(arrays.values())))
+    batch = -(-batch_size // self.replicas) * self.replicas
+    padded = -(-n // batch) * batch
+    if padded != n:
+      arrays = {k: np.concatenate([v, np.repeat(np.asarray(v)[-1:], padded - n, axis=0)]) for k, v in arrays.items()}
+    outs = self.evaluate("predict", replica_fn, iter(batches(arrays, batch)), padded // batch, combine="gather")
+    return tf.nest.map_structure(lambda v: v[:n], outs)
