@@ -44,7 +44,7 @@ def measure(model_size: str, batch: int, seq_len: int, accumulation: int, steps:
     ids = tf.concat([tf.fill([batch, 1], 101), ids[:, 1:-1], tf.fill([batch, 1], 102)], 1)
     data = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
     iterator = iter(tf.data.Dataset.from_tensors(data).repeat())  # global batches, as the trainer reads them
-    loop = t.compiled_train_loop()
+    loop = t.runner.train_loop()
     built = _rss_mib()
     gpu = bool(tf.config.list_physical_devices("GPU"))
     if gpu:

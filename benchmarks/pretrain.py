@@ -4,7 +4,7 @@ the same run.
 
   python benchmarks/pretrain.py                                  # CPU-sized defaults
   python benchmarks/pretrain.py --sizes small,base --batch 128 --seq-len 128 --dtypes float32,bfloat16 \\
-      --xla both --steps 20                                      # one GPU (the H100 targets)
+      --xla both --steps 20                                      # one GPU
 
 Reports sequences/s, tokens/s, achieved TFLOP/s (analytic training FLOPs: 3x the forward matmul FLOPs of
 generator and discriminator, attention included, embeddings lookups excluded) and the fraction of the
@@ -65,7 +65,7 @@ def bench_ours(cfg, steps: int, warmup: int) -> tuple:
   batch = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
   ds = tf.data.Dataset.from_tensors(batch).repeat()
   iterator = iter(ds)  # the trainer's loop reads global batches from a local iterator
-  train_loop = t.compiled_train_loop()
+  train_loop = t.runner.train_loop()
   start = time.perf_counter()
   train_loop(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
   first_call = time.perf_counter() - start

@@ -24,9 +24,12 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import fileio
+from electra_tf.pretraining import inputs
 from electra_tf.runtime.atomic_files import atomic_write
 
 NUM_THRESHOLDS = 200
+# Masking/sampling stream offset for evaluation, so eval batches never reuse training draws.
+EVAL_SEED_OFFSET = 1_000_003
 _KEPSILON = 1e-7  # tf.metrics.auc's
 
 
@@ -146,3 +149,18 @@ def write_results(results_txt: str, metrics: dict, step: int, split: str = "held
       f"{k}: {h[k]:.4f}" for k in sorted(h) if k not in ("step", "split")) for h in history]
   atomic_write(results_txt, "\n".join(lines) + "\n")
   return json_path
+
+
+def evaluate_heldout(runner, model, cfg, step: int, num_steps: typing.Optional[int] = None) -> dict:
+  """The reference's metrics of ``model`` over ``num_steps`` (default ``cfg.num_eval_steps``) held-out global
+  batches, masked and sampled from a stream of their own; the chief writes them under results/ and says so.
+  ``runner``: the job's ``runtime.runner.Runner`` (its evaluator)."""
+  batches = iter(inputs.global_batches(cfg, inputs.heldout_patterns(cfg), cfg.eval_batch_size, cfg.seed + 1))
+  sums = runner.evaluate("heldout", replica_eval(model, cfg.seed + EVAL_SEED_OFFSET), batches,
+                         num_steps or cfg.num_eval_steps)
+  metrics = finalize(sums)
+  if runner.chief:
+    path = write_results(cfg.results_txt, metrics, step, results_pkl=cfg.results_pkl)
+    runner.say(f"eval at step {step}: " + "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
+               + f"  (written to {path})")
+  return metrics

@@ -23,10 +23,6 @@ from electra_tf.pretraining import evaluation, init_checkpoint, masking, objecti
 from electra_tf.pretraining.collapse import CollapseGuard
 from electra_tf.runtime import runner as runner_lib, step as train_step
 
-# Masking/sampling stream offset for evaluation, so eval batches never reuse training draws.
-EVAL_SEED_OFFSET = 1_000_003
-
-
 @dataclasses.dataclass
 class LoopResult:
   """What ``train`` returns: the final step, why it stopped, and the last loop's logged values."""
@@ -104,10 +100,6 @@ class Trainer(runner_lib.Task):
     self.runner.say(init_checkpoint.summary_line(path, report, self.model.networks))
     return report
 
-  def compiled_train_loop(self):
-    """``loop(iterator, num_steps) -> (summed values, steps done, first non-finite step or -1)``."""
-    return self.runner.train_loop()
-
   # -- training --------------------------------------------------------------------------------------------
 
   def train(self, max_steps: typing.Optional[int] = None, after_loop=None) -> LoopResult:
@@ -177,15 +169,7 @@ class Trainer(runner_lib.Task):
       raise PretrainingError(f"no checkpoint in {cfg.model_dir} to evaluate; train first (do_train) or "
                              "pass the model name of a trained model")
     step = int(self.step_var.numpy()) if step is None else step
-    batches = iter(inputs.global_batches(cfg, inputs.heldout_patterns(cfg), cfg.eval_batch_size, cfg.seed + 1))
-    sums = self.runner.evaluate("heldout", evaluation.replica_eval(self.model, cfg.seed + EVAL_SEED_OFFSET), batches,
-                                num_steps or cfg.num_eval_steps)
-    metrics = evaluation.finalize(sums)
-    if self.chief:
-      path = evaluation.write_results(cfg.results_txt, metrics, step, results_pkl=cfg.results_pkl)
-      self.runner.say(f"eval at step {step}: " + "  ".join(f"{k} {v:.4f}" for k, v in sorted(metrics.items()))
-                      + f"  (written to {path})")
-    return metrics
+    return evaluation.evaluate_heldout(self.runner, self.model, cfg, step, num_steps)
 
 
 def _value_shape(key: str) -> list:
