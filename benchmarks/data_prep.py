@@ -19,7 +19,7 @@ benchmarks/reference_builder.py measures the reference's command in the same run
 measures the Apache Beam pipeline (--runner DirectRunner) against the local builder on WikiText-2 train
 (N copies as N files): MB of text/s and examples/s of the local builder (1 process) and of the DirectRunner
 in-process (1 worker) and multi-process (2 workers), each timed from the library call to the finished
-output directory (Beam's worker processes start TensorFlow inside that time), and checks that each Beam
+output directory (Beam's worker processes start inside that time), and checks that each Beam
 output holds the local builder's multiset of examples.
 
   python benchmarks/data_prep.py --wikipedia [--articles 105]

@@ -9,8 +9,8 @@
 2. **Time to the first batch of a resumed run**, at step 0 and at a late step, for the setting's batch:
    ``state`` restores the input iterator's position from a checkpoint (what training does), ``replay``
    re-reads the stream up to the position without parsing it (the fallback for a checkpoint without the
-   position), ``replay_parsed`` parses and batches every skipped batch (what resuming cost before the
-   position was checkpointed). The rest of a resume (building the model, restoring weights) does not depend
+   position), ``replay_parsed`` parses and batches every skipped batch (a replay that parses, for
+   comparison). The rest of a resume (building the model, restoring weights) does not depend
    on the step.
 
 Prints one Markdown table per figure with the machine (cores, matmul peak) and the command.

@@ -7,7 +7,7 @@ what it changed.
     python benchmarks/training_fingerprint.py --out new.json --arrays new_arrays
     python benchmarks/training_fingerprint.py --compare old.json new.json --arrays old_arrays new_arrays
 
-(run each version's own copy of this script: it imports the tests' helpers from the checkout it sits in).
+(run each version's own copy of this script: it imports the tests' code from the checkout it sits in).
 
 Pre-training cases train the tests' tiny ELECTRA (WikiText-2 from ``ELECTRA_TEST_DATA``, BERT vocab) for 30
 steps in 3 compiled loops with a checkpoint at step 20 and record the sha256 of the float32 bytes of every

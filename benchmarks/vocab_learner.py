@@ -12,7 +12,7 @@ WikiText-2 valid (held out) tokenized with the learned vocab by our FullTokenize
 pieces that are [UNK] and of words (BasicTokenizer words) that became [UNK].
 
 A learner written "tf-text:40000" learns from the first 40,000 sentences only (`--max-sentences`): the
-sample setup's setting, and the way round the old learner's speed. Copies of one text keep its distinct
+sample setup's setting, and a way round tf-text's speed. Copies of one text keep its distinct
 words (what the learners' later stages work on) fixed: a real corpus of the same size has more.
 """
 

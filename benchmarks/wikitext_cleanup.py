@@ -1,16 +1,16 @@
 """Wikitext cleanup alternatives on the same real pages: speed, and markup left in the packed examples.
 
-  pip install mwparserfromhell   # the baseline; no longer a dependency of electra-tf
+  pip install mwparserfromhell   # the baseline; not a dependency of electra-tf
   nice -n 10 python benchmarks/wikitext_cleanup.py [--dump DUMP.xml.bz2] [--repeat 5] [--wtp-path DIR]
 
 Reads the main-namespace pages of a MediaWiki dump (default: $ELECTRA_TEST_DATA/wikipedia/
 enwiki-table-markup.xml.bz2) and runs each cleaner over them ``--repeat`` times, timing CPU seconds:
 
-* mwparserfromhell tree walk: the cleanup the dump reader used before (parse, drop top-level refs,
+* mwparserfromhell tree walk: a parse-tree cleanup (parse, drop top-level refs,
   tables, file/category links and headings, ``strip_code``), kept here as the baseline;
 * mwparserfromhell's C tokenizer alone: the floor of anything built on that parser (gives no text);
 * wikitextparser ``plain_text()`` (when importable; ``--wtp-path`` adds a directory holding it);
-* electra_tf.pretrain_data.wikitext: the regular-expression cleaner the dump reader uses now.
+* electra_tf.pretrain_data.wikitext: the regular-expression cleaner the dump reader uses.
 
 Each text-giving cleaner's output then goes through the dump path's own sentence split, tokenizer (BERT
 uncased vocab) and packing (length 128, seed 0): word pieces kept, examples, and the share of examples
@@ -43,7 +43,7 @@ _MARKUP = re.compile(r"\{ \{|\} \}|\[ \[|\] \]|\{ \||\| \}|\| -|\| \||< ref|< / 
 
 
 def mwparserfromhell_tree_walk(text):
-  """The dump reader's cleanup before the regular-expression cleaner (same rules)."""
+  """A parse-tree cleanup with mwparserfromhell (the regular-expression cleaner's rules)."""
   code = mwparserfromhell.parse(text)
   drop = {id(n) for n in code.filter_wikilinks(recursive=False) if _NON_TEXT_LINK.match(str(n.title))}
   drop.update(id(n) for n in code.filter_tags(recursive=False)
@@ -110,7 +110,7 @@ def main():
     sys.path.append(args.wtp_path)
   pages = read_pages(args.dump)
   tokenizer = tokenization.load_tokenizer(args.vocab, True, None)
-  cleaners = [("mwparserfromhell tree walk (before)", mwparserfromhell_tree_walk),
+  cleaners = [("mwparserfromhell tree walk (baseline)", mwparserfromhell_tree_walk),
               ("mwparserfromhell tokenizer alone", mwparserfromhell_tokenizer)]
   try:
     import wikitextparser  # pylint: disable=import-outside-toplevel
