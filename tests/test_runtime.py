@@ -2,6 +2,8 @@
 
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -206,7 +208,8 @@ def test_use_xla_auto_is_off_on_a_cpu_and_on_with_the_gemm_flag_on_a_gpu(monkeyp
       worker_devices = ("/job:localhost/replica:0/task:0/device:GPU:0",)
   monkeypatch.delenv("XLA_FLAGS", raising=False)
   use, why = devices.xla_choice(cfg, OnGpu)
-  assert use and why.startswith("auto: a GPU is present") and os.environ["XLA_FLAGS"] == devices.GPU_XLA_FLAGS
+  assert use and os.environ["XLA_FLAGS"] == devices.GPU_XLA_FLAGS
+  assert why == f"auto: a GPU is present; XLA_FLAGS={devices.GPU_XLA_FLAGS} (the project's; set XLA_FLAGS to choose others)"
   monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0")
   use, why = devices.xla_choice(cfg, OnGpu)
   assert use and os.environ["XLA_FLAGS"] == "--xla_gpu_autotune_level=0" and "as set" in why
@@ -214,3 +217,20 @@ def test_use_xla_auto_is_off_on_a_cpu_and_on_with_the_gemm_flag_on_a_gpu(monkeyp
   assert devices.xla_choice(cfg, OnGpu) == (False, "use_xla false")
   cfg.use_xla = True
   assert devices.xla_choice(cfg, cpu) == (True, "use_xla true")
+
+
+def test_the_commands_set_the_xla_flags_before_tensorflow_starts_unless_the_user_did():
+  """XLA reads XLA_FLAGS once: the command lines set the project's flags when they load, before TensorFlow is
+  imported, and keep the user's; XLA on a CPU runs with them (they concern the GPU back end only)."""
+  code = ("import os, sys\n"
+          "import electra_tf.cli\n"
+          "assert 'tensorflow' not in sys.modules\n"
+          "print(os.environ['XLA_FLAGS'])\n"
+          "import tensorflow as tf\n"
+          "print(float(tf.function(lambda x: tf.reduce_sum(x * 2.0), jit_compile=True)(tf.ones([3]))))\n")
+  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+  assert out.split() == [runtime.GPU_XLA_FLAGS, "6.0"]
+  env["XLA_FLAGS"] = "--xla_gpu_autotune_level=0"
+  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+  assert out.split() == ["--xla_gpu_autotune_level=0", "6.0"]

@@ -29,10 +29,26 @@ imported on first use: the jobs that need no TensorFlow (building data from loca
 """
 
 import importlib
+import os
+
+# XLA flags the project sets for its own process, unless the user set XLA_FLAGS: XLA's Triton GEMM autotuner
+# made a bfloat16 step's first compilation on an H200 take minutes (benchmarks/README.md, "On a GPU"). They
+# concern XLA's GPU back end only.
+GPU_XLA_FLAGS = "--xla_gpu_enable_triton_gemm=false"
+
+
+def set_default_xla_flags() -> bool:
+  """Sets ``XLA_FLAGS`` to ``GPU_XLA_FLAGS`` unless the variable is set; true if it set it. XLA reads the
+  variable once, so the commands call this before TensorFlow starts."""
+  if "XLA_FLAGS" in os.environ:
+    return False
+  os.environ["XLA_FLAGS"] = GPU_XLA_FLAGS
+  return True
+
 
 _MODULE_OF = {
     "format_duration": "console", "log_line": "console", "progress_bar": "console",
-    "is_chief": "devices", "select_strategy": "devices", "xla_choice": "devices", "GPU_XLA_FLAGS": "devices",
+    "is_chief": "devices", "select_strategy": "devices", "xla_choice": "devices",
     "atomic_directory": "atomic_files", "atomic_write": "atomic_files", "check_writable": "atomic_files",
     "PRECISION_POLICIES": "precision", "set_precision_policy": "precision",
     "restore_checkpoint": "restore",

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from electra_tf.configs import RuntimeConfig
 from electra_tf.errors import HParamError
+from electra_tf.runtime import GPU_XLA_FLAGS, set_default_xla_flags
 
 
 def _tf_config_workers() -> int:
@@ -56,15 +57,11 @@ def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
   return tf.distribute.TPUStrategy(resolver, experimental_device_assignment=assignment)
 
 
-# XLA flags the project sets for its own process on a GPU, unless the user set XLA_FLAGS: XLA's Triton GEMM
-# autotuner made a bfloat16 step's first compilation take minutes on an H200 (benchmarks/README.md, "On a GPU").
-GPU_XLA_FLAGS = "--xla_gpu_enable_triton_gemm=false"
-
-
 def xla_choice(cfg: RuntimeConfig, strategy: tf.distribute.Strategy) -> typing.Tuple[bool, str]:
   """(compile the replica step with XLA, why: a line for the run's start). ``use_xla`` true or false is the
   user's; null is auto: on when the strategy's devices include a GPU, off on CPUs and TPUs. With XLA on a GPU,
-  sets ``GPU_XLA_FLAGS`` in this process's ``XLA_FLAGS`` unless the user set that variable."""
+  sets ``GPU_XLA_FLAGS`` in this process's ``XLA_FLAGS`` unless the user set that variable (the commands set it
+  when they start, before TensorFlow: ``electra_tf.cli``)."""
   try:
     devices = strategy.extended.worker_devices
   except RuntimeError:  # the default strategy (no scope entered): this process's devices
@@ -75,11 +72,10 @@ def xla_choice(cfg: RuntimeConfig, strategy: tf.distribute.Strategy) -> typing.T
   else:
     use, why = bool(cfg.use_xla), f"use_xla {str(cfg.use_xla).lower()}"
   if use and gpu:
-    if "XLA_FLAGS" in os.environ:
-      why += f"; XLA_FLAGS as set: {os.environ['XLA_FLAGS']}"
-    else:
-      os.environ["XLA_FLAGS"] = GPU_XLA_FLAGS
-      why += f"; XLA_FLAGS={GPU_XLA_FLAGS} (set XLA_FLAGS to choose others)"
+    set_default_xla_flags()  # the command lines set them before TensorFlow starts; a library caller here
+    flags = os.environ["XLA_FLAGS"]
+    why += (f"; XLA_FLAGS={flags} (the project's; set XLA_FLAGS to choose others)" if flags == GPU_XLA_FLAGS
+            else f"; XLA_FLAGS as set: {flags}")
   return use, why
 
 
