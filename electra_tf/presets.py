@@ -26,7 +26,7 @@ def apply_pretraining_size_defaults(cfg, preset: str):
     cfg.embedding_size, cfg.generator_hidden_size = 128, 0.5
     cfg.train_batch_size = cfg.eval_batch_size = 32
     cfg.short_run_recipe = True
-    cfg.use_xla = True  # measured on 2 CPU cores: 46.5 vs 26.9 sequences/s without (benchmarks/README.md)
+    cfg.use_xla = True  # faster on a CPU too, with keyed dropout (benchmarks/README.md, "Dropout's random numbers")
   elif cfg.model_size == "small":
     cfg.embedding_size = 128
     if preset == "small++":
@@ -68,12 +68,12 @@ def apply_finetuning_defaults(cfg):
 # sets the peak LR, the warmup and bias correction from the run length. Within a few hundred steps the generator
 # reaches the unigram stage, where a replaced token no longer looks rarer than the original, and the
 # discriminator stalls near a constant; sampling at temperature 2 keeps the replacements detectable while the
-# discriminator learns (measured at 600 steps: held-out disc_auc_real 0.825 against 0.579 at temperature 1).
+# discriminator learns (docs/short_runs.md#the-short-run-recipe).
 SHORT_RUN_LR = 3e-4
-# The tiny model from 800 steps on (docs/short_runs.md): at 1e-3 its generator leaves the unigram stage sooner
-# (held-out masked-LM accuracy 0.125 at 800 steps against 0.073 at 3e-4), the discriminator holds disc_auc_real
-# 0.80-0.81, and the pre-trained model fine-tunes above random weights with every weight loaded (1,200 steps: every
-# one of 10 seeds above every random-weights seed). Shorter runs at 1e-3 left some fine-tuning seeds far behind.
+# The tiny model from 800 steps on (docs/short_runs.md#the-short-run-recipe); the pre-training LR sweep of
+# docs/experiments/paper_claim.md#design also chose 1e-3 for ELECTRA at the main job's length. At its 1,200 steps,
+# with every weight loaded, the main job's long test asserts no collapse and every pre-trained seed above every
+# random-weights seed (docs/short_runs.md#the-result-that-supports-it).
 TINY_LONGER_RUN_LR = 1e-3
 TINY_LONGER_RUN_FROM_STEPS = 800
 SHORT_RUN_WARMUP_FRACTION = 0.1
@@ -116,7 +116,7 @@ def short_run_note(cfg) -> typing.Optional[str]:
   rec = short_run_settings(cfg.num_train_steps, cfg.model_size)
   return (f"note: num_train_steps {cfg.num_train_steps} is shorter than num_warmup_steps {cfg.num_warmup_steps}, "
           f"so the learning rate never reaches its peak and the run follows no tested recipe. For short runs "
-          f'{{"short_run_recipe": true}} sets {describe_short_run_settings(rec)} (measured: docs/short_runs.md)')
+          f'{{"short_run_recipe": true}} sets {describe_short_run_settings(rec)} (see docs/short_runs.md)')
 
 
 # --- the sample recipe --------------------------------------------------------------------------------------
@@ -128,18 +128,15 @@ SAMPLE_FINETUNE_SEEDS = 5
 # The main job compares in the label-efficiency regime, where pre-training should matter most: a seeded subset
 # of SAMPLE_LABELS training sentences, the same for every method, and SAMPLE_VALIDATION_SIZE other training
 # sentences carved off as the validation split the classical baseline's C is chosen on (never dev). 250 is the
-# smallest size of the label-efficiency curve (docs/experiments/label_efficiency.md), the same subset and split:
-# there pre-training pays most, and the 10 fine-tuning trials cost a third of the steps 500 labels took.
+# smallest size of the label-efficiency curve, the same subset and split, where pre-training's lead over random
+# weights is largest (docs/experiments/label_efficiency.md#result).
 SAMPLE_LABELS = 250
 SAMPLE_VALIDATION_SIZE = 500
 SAMPLE_SPLIT_SEED = 0
-# Fine-tuning settings per initialisation at SAMPLE_LABELS labels, each chosen on the validation split from
-# the grid peak LR {3e-4, 1e-3} x {20, 40, 80} epochs (docs/experiments/label_efficiency.md: the scores and the
-# choice). The pre-trained sample model peaks at 3e-4 / 20 epochs (validation 66.2 / 63.4 / 63.8 at 20 / 40 / 80
-# epochs: converged); random weights at 1e-3 / 20 epochs (57.4 / 54.6 / 55.2: converged). Chosen with Philox
-# dropout; with keyed dropout the grid prefers 1e-3 / 80 and 1e-3 / 40 epochs by 2 and 6 of 500 validation
-# sentences, with the same result on dev (label_efficiency.md, "The main job's cell"), so these are kept.
-# Random weights without a layer-wise decay score lower on validation here (55.8 at best), so 0.8 stays.
+# Fine-tuning settings per initialisation at SAMPLE_LABELS labels, fixed (the main job runs no search): each was
+# chosen on the validation split from the grid peak LR {3e-4, 1e-3} x {20, 40, 80} epochs, with Philox dropout,
+# not today's keyed default; what the label-efficiency run chose at 250 labels is its table's "chosen" column
+# (docs/experiments/label_efficiency.md#result). Both keep the tiny preset's layer-wise decay 0.8.
 SAMPLE_FINETUNING = {"pretrained": {"learning_rate": TINY_FINETUNING_LR, "num_train_epochs": 20.0},
                      "random": {"learning_rate": 1e-3, "num_train_epochs": 20.0}}
 

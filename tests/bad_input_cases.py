@@ -391,7 +391,7 @@ def _unknown_flag(command):
 
 
 # ---- the cases ----------------------------------------------------------------------------------------------
-# A case's place is its row number in the tour (``--only``, the table in docs/troubleshooting.md): append new
+# A case's place is its row number in the tour (``--only``, the table scripts/bad_input_tour.py prints): append new
 # cases rather than insert them, so the rows before keep their numbers.
 
 CASES: typing.List[Case] = [

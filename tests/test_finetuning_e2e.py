@@ -64,8 +64,9 @@ def test_tiny_pretrained_electra_fine_tuned_on_rt_polarity_beats_majority(tmp_pa
   """Pre-train (ELECTRA objective) -> fine-tune from that checkpoint -> well above the majority class.
 
   The pre-training LR is 1e-4: at 1e-3 and above a discriminator this small collapses onto the
-  "all original" solution within a few hundred steps (seen in our trainer and in transformers' PyTorch
-  ELECTRA alike; docs/experiments/electra_vs_mlm.md) and fine-tunes no better than chance."""
+  "all original" solution within a few hundred steps (docs/short_runs.md#what-collapse-looks-like-and-why; in
+  transformers' PyTorch ELECTRA too: docs/experiments/paper_claim.md#limits) and fine-tunes no better than
+  chance."""
   from electra_tf.configs import FinetuningConfig, PretrainingConfig
   from electra_tf.pretraining import trainer
   vocab_size = _rt_polarity_pretraining_data(tmp_path, data_dir, bert_vocab)

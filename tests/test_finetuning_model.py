@@ -165,8 +165,8 @@ def test_reinit_embeddings_keeps_the_fresh_embedding_layer(tmp_path, bert_vocab,
 def test_the_trainer_reads_the_batches_directly():
   """The trainer iterates the dataset itself (a local iterator of global batches), with tf.data's autotuner
   off: the distributed wrapper's and the autotuner's background threads made deleting a trial's training
-  iterator wait for their next wake-up (about 20 s, half of each sample trial on 2 CPU cores;
-  benchmarks/README.md). The batches are the ones the wrapper gives."""
+  iterator wait for their next wake-up at the end of every trial. The batches are the ones the wrapper
+  gives."""
   from electra_tf.finetuning.inputs import make_dataset
   arrays = {"input_ids": np.arange(40 * 3).reshape(40, 3), "task_id": np.zeros(40, np.int32)}
   ds = make_dataset(arrays, 8, training=True, seed=3)

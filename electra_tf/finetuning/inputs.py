@@ -32,9 +32,8 @@ def make_dataset(arrays: dict, batch_size: int, training: bool, seed: int = 0,
   if training:
     ds = ds.repeat().shuffle(100, seed=seed)
   # In-memory arrays leave tf.data's autotuner nothing to tune, and its thread made the end of a trial wait:
-  # deleting the training iterator waited for the thread's next wake-up (about 20 s at the end of every sample
-  # fine-tuning trial on 2 CPU cores, half the trial; benchmarks/README.md). The trainer reads the batches
-  # through a local iterator, never tf.distribute's wrapper (whose thread did the same).
+  # deleting the training iterator waited for the thread's next wake-up, at the end of every trial. The trainer
+  # reads the batches through a local iterator, never tf.distribute's wrapper (whose thread did the same).
   options = tf.data.Options()
   options.autotune.enabled = False
   if training and bucket_width:

@@ -28,8 +28,9 @@ class FinetuningModel(keras.Model):
     self.encoder = ElectraEncoder(model_config, name="electra")
     self.heads = [head_families.family(t.head_type).layer(t, model_config.hidden_size, HEAD_DROPOUT)
                   for t in tasks]
-    # Sentence heads read [CLS] alone: the last layer then computes that position only (the same values,
-    # benchmarks/README.md "Whole fine-tuning trials"); tagging and QA heads need every position.
+    # Sentence heads read [CLS] alone: the last layer then computes that position only (values within the
+    # tolerances of docs/finetuning.md#training; timed in benchmarks/README.md, "Whole fine-tuning trials");
+    # tagging and QA heads need every position.
     self.first_token_only = all(head.reads_first_token_only for head in self.heads)
 
   def build(self, input_shape=None):

@@ -94,9 +94,8 @@ EMBEDDING_LAYER_PREFIX = "electra/embeddings/"
 def load_encoder(model, init_checkpoint: str, reinit_embeddings: bool = False):
   """Loads ``init_checkpoint`` into ``model`` (weights it lacks, such as new heads, keep their initialisation;
   a missing encoder weight is an error). With ``reinit_embeddings`` the
-  embedding layer keeps the values it was initialised with: after a short pre-training run the learned
-  position and token-type embeddings slow fine-tuning down more than the learned layers help it
-  (docs/short_runs.md)."""
+  embedding layer keeps the values it was initialised with: after a very short pre-training run the learned
+  embedding layer can cost fine-tuning accuracy (docs/short_runs.md#the-short-run-recipe)."""
   fresh = {}
   if reinit_embeddings:
     fresh = {n: (v, v.numpy()) for n, v in model.reference_variables().items()

@@ -1,12 +1,12 @@
 """Dropout driven by explicit seeds: a stateless Philox ``[2]`` seed, or a per-example ``RowKeyedSeed``.
 
 Every random draw of a training step derives from one seed that the training loop owns, so a resumed run
-replays the same masks and XLA compiles the generator instead of the slow stateful path (measured 7-10x
-slower on CPU).
+replays the same masks and XLA compiles the generator instead of the slow stateful path.
 - ``RowKeyedSeed`` (what the training loops pass by default, ``per_example_dropout``): each example's mask
   is keyed by (key, its global row) through ``keyed_random``, so the masks of an example are the same
   whether it is computed in one batch, on any replica or in any micro-batch of gradient accumulation, with
-  XLA or without; XLA fuses the hash into the step (faster than Philox there: benchmarks/README.md).
+  XLA or without; XLA fuses the hash into the step (faster than Philox there: benchmarks/README.md,
+  "Dropout's random numbers").
 - ``[2]`` int seed (``per_example_dropout`` false, and ad-hoc calls): Philox over the whole tensor; a
   replica's masks depend on its seed, so they change with the replica count (and with ``use_xla``:
   TensorFlow's Philox draws differently there).

@@ -43,7 +43,7 @@ def shard_name(prefix, i, n):
 
 _WORKER = {}
 # A worker starts in a fraction of a second (no TensorFlow): a second process loses below about 5 MiB of text
-# and wins at 10 MiB (benchmarks/README.md, "Figures measured so far").
+# and wins on WikiText-2 train's 10.9 MB (benchmarks/README.md, "Data preparation: the text path").
 MIN_BYTES_PER_WORKER = 8 << 20
 
 

@@ -9,9 +9,9 @@ from electra_tf.errors import DataPrepError
 
 
 # Tasks submitted and not yet yielded, per process. Results leave in task order, so one slow task holds back
-# the window: at 2 the worker of a 2-process dump build sat idle behind the parent's task, and 2 processes
-# ran 1.4-1.7x one process (1.5x at 12,600 articles); at 8, 1.7-1.9x (1.8x at 12,600; benchmarks/README.md,
-# "Two processes on idle cores"). Each task holds about ``chunk_chars`` of text and its examples.
+# the window: at 2 the worker of a 2-process dump build sat idle behind the parent's task. At 8, two processes
+# against one: benchmarks/README.md, "Corpus builds end to end". Each task holds about ``chunk_chars`` of text
+# and its examples.
 IN_FLIGHT_PER_PROCESS = 8
 
 

@@ -21,7 +21,7 @@ from electra_tf.pretrain_data.corpus import DataPrepError
 
 # "hf": Hugging Face's Rust WordPiece trainer on word counts, deterministic, minutes per GB. "tf-text":
 # tensorflow-text's bert_vocab learner (the only one before the Hugging Face learner), kept for continuity with vocabs
-# learnt before: pure Python, over 15 minutes for 13 MB at 8k entries on 2 cores (benchmarks/README.md).
+# learnt before: pure Python, far slower (both timed in benchmarks/README.md, "Vocabulary learning").
 LEARNERS = ("hf", "tf-text")
 DEFAULT_LEARNER = "hf"
 # At most this many characters become pieces (the most frequent; a word with another one tokenizes to

@@ -1,14 +1,14 @@
 """Detects the constant-discriminator state while pre-training runs.
 
 A short or small run can settle on "every token is original": replaced-token recall near 0 and a real-token
-AUC near 0.5. Measured cause (docs/short_runs.md): once the
+AUC near 0.5. The cause (docs/short_runs.md#what-collapse-looks-like-and-why): once the
 generator has learnt the unigram distribution, a replaced token is no rarer than any other, so the token's
 identity, the cue the discriminator learns first, stops telling, and only contextual features (which take
 many more steps) can; a peak learning rate too hot for the warmup and length (worse with the reference's
 AdamW, whose missing bias correction multiplies early updates by up to 6.6x) gets there sooner and deeper.
 Fine-tuning from that state has measured worse than from random weights. The loss still looks plausible (it
-is the entropy of the replacement rate), and the reference's ``disc_auc`` reads about 0.63 because it counts
-padding as certain negatives, so nothing else flags it.
+is the entropy of the replacement rate), and the reference's ``disc_auc`` reads about 0.63 on the sample data
+because it counts padding as certain negatives, so nothing else flags it.
 
 ``CollapseGuard.update`` sees each training log window (``disc_recall`` and ``disc_auc_real`` averaged over
 the loop) and reports once the state has held for ``window_steps`` steps after ``start_step``.

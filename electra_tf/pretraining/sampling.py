@@ -30,10 +30,9 @@ def materialized_argmax(x):
   """``tf.argmax(x, -1)`` (int32, first index on ties) computed so that XLA on a CPU materialises ``x``.
 
   A plain argmax of the noisy logits lets XLA fuse the noise (a hash and two logarithms per vocabulary entry)
-  into the argmax's two-operand reduction loop, which its CPU backend runs without vectorising: 81 ms of a
-  510 ms tiny pre-training step on 2 cores (8,000 pieces, from a profile). Checking each row for NaN too gives
-  ``x`` a second consumer, so XLA computes it once in a vectorised elementwise loop and both reductions read
-  the result: about 26 ms, the same draws, the step 1.19x faster (benchmarks/README.md, "Pre-training step").
+  into the argmax's two-operand reduction loop, which its CPU backend runs without vectorising. Checking each
+  row for NaN too gives ``x`` a second consumer, so XLA computes it once in a vectorised elementwise loop and
+  both reductions read the result, with the same draws.
   The check decides one case: a row holding a NaN (logits of a diverged generator) gives 0, where
   ``tf.argmax``'s answer depends on the backend.
   """
