@@ -1,22 +1,29 @@
-"""Every GPU figure in one command: pre-training, fine-tuning, accumulation memory and the input pipeline.
+"""Every GPU figure in one command, within eight minutes on one GPU, with the GPU tests.
 
     python benchmarks/gpu_suite.py                 # writes gpu_suite.md (and prints it)
-    python benchmarks/gpu_suite.py --quick         # fewer timed steps, for a first look
+    python benchmarks/gpu_suite.py --budget 0      # every figure, however long it takes
 
-On a machine with GPUs it runs, each figure in its own process (so one failure or memory peak does not
-spoil the rest):
-- pre-training throughput of Small and Base (``benchmarks/pretrain.py``), float32 / bfloat16 / float16,
-  XLA on and off, on one GPU and on every GPU (``--strategy mirrored``, when there are several);
-- fine-tuning throughput of Small and Base on a classification task (``benchmarks/finetune.py``), float32
-  and bfloat16, XLA on;
+On a machine with GPUs it runs, in this order, each figure in its own process (so one failure, slow compile
+or memory peak spoils only its own row):
+- pre-training throughput of Small and Base with the defaults (``use_xla`` auto: XLA on a GPU, with the
+  project's XLA flags), bfloat16 then float32, each with its first (compiling) call's seconds and the target
+  it is held to; Small in float32 without XLA beside them; on every GPU (``--strategy mirrored``) as well
+  when there are several (``benchmarks/pretrain.py``);
+- the GPU tests (``GPU_TESTS``: the keyed random numbers, the sampler, parity with transformers, float16 loss
+  scaling, the XLA choice) under pytest;
+- fine-tuning throughput of Small and Base on ``sst`` (length 128) and ``squad`` (length 384), bfloat16 with
+  XLA (``benchmarks/finetune.py``);
 - peak GPU memory of Base pre-training with and without gradient accumulation
   (``benchmarks/accumulation_memory.py``);
-- the input pipeline on the host's cores (``benchmarks/input_pipeline.py``);
-and writes one Markdown file: the device, driver and versions, then a table per figure. Without a GPU, or
-without TensorFlow, it says so in one line and exits with status 2.
+- the input pipeline on the host's cores (``benchmarks/input_pipeline.py``).
+A figure starts only while the time budget (``--budget``, 450 s) lasts, and stops when it runs out; a figure
+not run says so in its row. It writes one Markdown file: the date, commit, GPUs with their driver, CUDA and
+cuDNN, TensorFlow, the XLA flags, then a table per part. Without a GPU, or without TensorFlow, it says so in
+one line and exits with status 2.
 """
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -24,8 +31,26 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
+import typing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BUDGET_S = 450  # with start-up, the whole command within 8 minutes on one GPU
+MIN_FIGURE_S = 30  # a figure does not start with less of the budget left
+GPU_TESTS = ["tests/test_pretraining_random_ops.py", "tests/test_pretraining_sampling.py",
+             "tests/test_modeling_parity.py", "tests/test_runtime_loss_scale.py", "tests/test_runtime.py"]
+# (size, dtype): sequences/s one H200 should reach with the defaults; every default first call within 60 s
+TARGETS = {("small", "bfloat16"): 8000, ("base", "bfloat16"): 2500}
+FIRST_CALL_TARGET_S = 60
+
+
+@dataclasses.dataclass
+class Figure:
+  part: str  # the table it goes to
+  label: str  # what it is, in the progress lines and in a failed row
+  argv: list  # after ``python``
+  parse: typing.Callable[[subprocess.CompletedProcess, str], list]  # (process, its --json path) -> rows
 
 
 def gpus() -> list:
@@ -33,16 +58,27 @@ def gpus() -> list:
   return tf.config.list_physical_devices("GPU")
 
 
+def _commit() -> str:
+  try:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                          check=True, timeout=30).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True, check=True, timeout=30).stdout.strip()
+    return head + (" with uncommitted changes" if dirty else "")
+  except (OSError, subprocess.SubprocessError):
+    return "unknown (not a git checkout)"
+
+
 def environment() -> dict:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   info = {"date": datetime.date.today().isoformat(), "host": platform.node(), "cpu_cores": os.cpu_count(),
-          "tensorflow": tf.__version__}
+          "tensorflow": tf.__version__, "commit": _commit()}
   build = tf.sysconfig.get_build_info()
   info["cuda"], info["cudnn"] = build.get("cuda_version", "?"), build.get("cudnn_version", "?")
   try:
     out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
                          capture_output=True, text=True, check=True, timeout=60).stdout.strip().splitlines()
-    info["gpus"] = out
+    info["gpus"] = [f"{line} (name, driver, memory)" for line in out]
   except (OSError, subprocess.SubprocessError):
     info["gpus"] = [str(d) for d in gpus()]
   return info
@@ -52,7 +88,7 @@ def _run(args: list, timeout: int) -> subprocess.CompletedProcess:
   """One figure's process; one that runs past ``timeout`` seconds is killed and reads as a failure that says so."""
   try:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+                          cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
   except subprocess.TimeoutExpired as e:
     out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
     return subprocess.CompletedProcess(e.cmd, 124, out, f"no result within {timeout} s")
@@ -66,63 +102,110 @@ def _last_line(*texts: str) -> str:
   return "?"
 
 
-def pretraining_rows(args, several: bool, work: str) -> list:
-  rows = []
-  strategies = ["one_device"] + (["mirrored"] if several else [])
-  for strategy in strategies:
-    for size in args.sizes.split(","):
-      for dtype in args.dtypes.split(","):
-        for xla in (["on", "off"] if args.xla == "both" else [args.xla]):
-          # one process per figure: a slow compile or a memory peak spoils only its own row
-          out = os.path.join(work, f"pretrain_{size}_{strategy}_{dtype}_{xla}.json")
-          proc = _run([os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla,
-                       "--batch", "128", "--steps", "5" if args.quick else "20", "--compare", "",
-                       "--strategy", strategy, "--json", out], timeout=args.figure_timeout)
-          print(f"pre-training {strategy} {size} {dtype} XLA {xla}: {_last_line(proc.stdout, proc.stderr)}",
-                flush=True)
-          if proc.returncode or not os.path.exists(out):
-            rows.append({"size": size, "strategy": strategy, "dtype": dtype, "xla": xla,
-                         "error": _last_line(proc.stderr)})
-            continue
-          with open(out) as f:
-            result = json.load(f)
-          rows.extend(dict(r, strategy=strategy) for r in result["rows"])
+def _json_rows(proc, path):
+  with open(path) as f:
+    return json.load(f)["rows"]
+
+
+def _json_lines(proc, path):
+  del path
+  return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _pytest_summary(proc, path):
+  del path
+  return [{"tests": " ".join(GPU_TESTS), "result": _last_line(proc.stdout).strip("= ")}]
+
+
+def _text(proc, path):
+  del path
+  return [{"text": proc.stdout.strip()}]
+
+
+def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
+  """The figures of ``--parts`` in the order they run: the most asked-for first."""
+  parts, sizes, dtypes = set(args.parts.split(",")), args.sizes.split(","), args.dtypes.split(",")
+  steps = "5" if args.quick else "20"
+  figures = []
+
+  def pretraining(size, dtype, xla, strategy="one_device"):
+    out = os.path.join(work, f"pretrain_{size}_{dtype}_{xla}_{strategy}.json")
+    figures.append(Figure("pretrain", f"pre-training {size} {dtype} XLA {xla} {strategy}", [
+        os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", "128",
+        "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out],
+        lambda proc, _: _json_rows(proc, out)))
+
+  if "pretrain" in parts:
+    for dtype in dtypes:
+      for size in sizes:
+        pretraining(size, dtype, "auto")
+    if "float32" in dtypes:
+      pretraining(sizes[0], "float32", "off")  # what the step costs without XLA
+    if n_gpus > 1:
+      for size in sizes:
+        pretraining(size, dtypes[0], "auto", "mirrored")
+  if "tests" in parts:
+    figures.append(Figure("tests", "GPU tests", ["-m", "pytest", "-q", "-p", "no:cacheprovider", *GPU_TESTS],
+                          _pytest_summary))
+  for task, seq_len, part in (("sst", "128", "finetune"), ("squad", "384", "squad")):
+    if part in parts:
+      for size in sizes:
+        figures.append(Figure("finetune", f"fine-tuning {task} {size}", [
+            os.path.join(HERE, "finetune.py"), "--sizes", size, "--task", task, "--seq-len", seq_len,
+            "--batch-size", "32", "--steps", "5" if args.quick else "30", "--mixed-precision", "bfloat16", "--xla"],
+            _json_lines))
+  if "accumulation" in parts:
+    figures.append(Figure("accumulation", "gradient accumulation, base", [
+        os.path.join(HERE, "accumulation_memory.py"), "--model-size", "base", "--batch", "256",
+        "--accumulation", "1,8"], _json_lines))
+  if "input" in parts:
+    figures.append(Figure("input", "input pipeline", [
+        os.path.join(HERE, "input_pipeline.py"), "--seconds", "3"], _text))
+  return figures
+
+
+def run_figures(figures: typing.List[Figure], budget: typing.Optional[float], figure_timeout: int,
+                clock=time.monotonic) -> typing.Dict[str, list]:
+  """{part: rows}. A figure starts only with ``MIN_FIGURE_S`` of ``budget`` seconds left (None: no budget) and
+  is stopped when the budget runs out; each failed or skipped figure leaves a row with its label and why."""
+  rows, start = {}, clock()
+  for fig in figures:
+    left = budget - (clock() - start) if budget is not None else None
+    if left is not None and left < MIN_FIGURE_S:
+      rows.setdefault(fig.part, []).append({"label": fig.label, "error": "not run: the suite's time budget was "
+                                            "spent (--budget 0 runs every figure)"})
+      print(f"{fig.label}: not run (budget spent)", flush=True)
+      continue
+    proc = _run(fig.argv, int(min(figure_timeout, left) if left is not None else figure_timeout))
+    print(f"{fig.label}: {_last_line(proc.stdout, proc.stderr)}", flush=True)
+    try:
+      found = fig.parse(proc, "") if proc.returncode == 0 or fig.part == "tests" else []
+    except (OSError, ValueError, KeyError):
+      found = []
+    rows.setdefault(fig.part, []).extend(found or [{"label": fig.label, "error": _last_line(proc.stderr, proc.stdout)}])
   return rows
 
 
-def finetuning_rows(args) -> list:
-  rows = []
-  for precision in [d for d in args.dtypes.split(",") if d != "float16"]:
-    proc = _run([os.path.join(HERE, "finetune.py"), "--sizes", args.sizes, "--task", "sst", "--seq-len", "128",
-                 "--batch-size", "32", "--steps", "5" if args.quick else "30", "--mixed-precision", precision,
-                 "--xla"], timeout=args.figure_timeout)
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    rows.extend(dict(r, precision=precision) for r in lines)
-    if proc.returncode:
-      rows.append({"precision": precision, "error": _last_line(proc.stderr)})
-  return rows
-
-
-def accumulation_rows(args) -> list:
-  proc = _run([os.path.join(HERE, "accumulation_memory.py"), "--model-size", "base", "--batch", "256",
-               "--accumulation", "1,8"], timeout=args.figure_timeout)
-  rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-  if proc.returncode:
-    rows.append({"error": _last_line(proc.stderr)})
-  return rows
-
-
-def input_pipeline_text(args) -> str:
-  proc = _run([os.path.join(HERE, "input_pipeline.py"), "--seconds", "3" if args.quick else "10"],
-              timeout=args.figure_timeout)
-  return proc.stdout.strip() if proc.returncode == 0 else f"failed: {proc.stderr.strip().splitlines()[-1:]}"
+def with_targets(rows: list) -> list:
+  """Pre-training rows with the target each is held to, and whether it is met (defaults, one GPU)."""
+  out = []
+  for r in rows:
+    target = TARGETS.get((r.get("size"), r.get("dtype")))
+    if "error" in r or r.get("xla_setting") != "auto" or r.get("strategy") != "one_device" or target is None:
+      out.append(r)
+      continue
+    met = r["seq_per_s"] >= target and (r.get("first_call_s") or 0) < FIRST_CALL_TARGET_S
+    out.append(dict(r, target=f">= {target:,} seq/s, first call < {FIRST_CALL_TARGET_S} s: "
+                              f"{'met' if met else 'not met'}"))
+  return out
 
 
 def _table(rows: list, columns: list) -> str:
   lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
   for r in rows:
     if "error" in r:
-      lines.append(f"| failed: {r['error']} |" + " |" * (len(columns) - 1))
+      what = f"{r['label']}: " if r.get("label") else ""
+      lines.append(f"| failed: {what}{r['error']} |" + " |" * (len(columns) - 1))
       continue
     cells = []
     for c in columns:
@@ -135,20 +218,45 @@ def _table(rows: list, columns: list) -> str:
   return "\n".join(lines)
 
 
+def report(env: dict, rows: dict, command: str, seconds: float) -> str:
+  text = [f"# GPU suite, {env['date']}", "",
+          f"Command: `{command}`, {seconds:.0f} s in all. Commit {env['commit']}. GPUs: " + "; ".join(env["gpus"])
+          + f". Host: {env['cpu_cores']} CPU cores. TensorFlow {env['tensorflow']}, CUDA {env['cuda']}, cuDNN "
+          f"{env['cudnn']}. XLA_FLAGS: {os.environ.get('XLA_FLAGS') or 'the project sets its own'}.", ""]
+  if "pretrain" in rows:
+    text += ["## Pre-training throughput (synthetic ids, batch 128, length 128)", "",
+             _table(with_targets(rows["pretrain"]), ["strategy", "size", "dtype", "xla_setting", "xla", "seq_per_s",
+                                                     "tflops", "peak_fraction", "first_call_s", "target"]), ""]
+  if "tests" in rows:
+    text += ["## GPU tests", "", _table(rows["tests"], ["tests", "result"]), ""]
+  if "finetune" in rows:
+    text += ["## Fine-tuning throughput (bfloat16, XLA, batch 32)", "",
+             _table(rows["finetune"], ["task", "seq_len", "size", "train_examples_per_s", "predict_examples_per_s",
+                                       "first_step_s"]), ""]
+  if "accumulation" in rows:
+    text += ["## Gradient accumulation, Base, global batch 256", "",
+             _table(rows["accumulation"], ["micro_batch", "accumulation", "gpu_peak_mib", "peak_rss_mib",
+                                           "sequences_per_sec"]), ""]
+  if "input" in rows:
+    text += ["## Input pipeline (host CPU)", ""] + [r.get("text") or f"failed: {r.get('error')}" for r in rows["input"]]
+    text.append("")
+  return "\n".join(text)
+
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--out", default="gpu_suite.md")
   ap.add_argument("--quick", action="store_true", help="fewer timed steps")
   ap.add_argument("--sizes", default="small,base", help="model sizes of the pre-training and fine-tuning figures")
-  ap.add_argument("--dtypes", default="float32,bfloat16,float16",
-                  help="pre-training dtypes (fine-tuning takes those other than float16)")
-  ap.add_argument("--xla", default="both", choices=("on", "off", "both"), help="pre-training with XLA, without, both")
-  ap.add_argument("--parts", default="pretrain,finetune,accumulation,input",
-                  help="which figures: pretrain, finetune, accumulation, input")
+  ap.add_argument("--dtypes", default="bfloat16,float32", help="pre-training dtypes, in the order they run")
+  ap.add_argument("--parts", default="pretrain,tests,finetune,squad,accumulation,input",
+                  help="which figures: pretrain, tests, finetune (sst), squad, accumulation, input")
+  ap.add_argument("--budget", type=float, default=BUDGET_S,
+                  help="seconds the figures may take in all (0: no limit); a figure past it is not started")
   ap.add_argument("--figure-timeout", type=int, default=1800,
                   help="seconds each figure's process may take before it is stopped and its row says so")
   args = ap.parse_args(argv)
-  parts = set(args.parts.split(","))
+  started = time.monotonic()
   try:
     found = gpus()
   except ImportError:  # e.g. a GPU machine whose image brings another framework but not TensorFlow
@@ -162,34 +270,11 @@ def main(argv=None) -> int:
     return 2
   env = environment()
   with tempfile.TemporaryDirectory() as work:
-    pre = pretraining_rows(args, len(found) > 1, work) if "pretrain" in parts else []
-  fine = finetuning_rows(args) if "finetune" in parts else []
-  acc = accumulation_rows(args) if "accumulation" in parts else []
-  pipeline = input_pipeline_text(args) if "input" in parts else "not run"
-  text = "\n".join([
-      f"# GPU suite, {env['date']}",
-      "",
-      f"Command: `python benchmarks/gpu_suite.py {' '.join(sys.argv[1:] if argv is None else argv)}`"
-      + (f" with XLA_FLAGS={os.environ['XLA_FLAGS']}" if os.environ.get("XLA_FLAGS") else "") + ". GPUs: "
-      + "; ".join(env["gpus"]) + f". Host: {env['cpu_cores']} CPU cores. TensorFlow {env['tensorflow']}, "
-      f"CUDA {env['cuda']}, cuDNN {env['cudnn']}.",
-      "",
-      "## Pre-training throughput (synthetic ids, batch 128, length 128)",
-      "",
-      _table(pre, ["strategy", "size", "dtype", "xla", "seq_per_s", "tflops", "peak_fraction", "first_call_s"]),
-      "",
-      "## Fine-tuning throughput (sst head, batch 32, length 128, XLA)",
-      "",
-      _table(fine, ["precision", "size", "train_examples_per_s", "predict_examples_per_s", "first_step_s"]),
-      "",
-      "## Gradient accumulation, Base, global batch 256",
-      "",
-      _table(acc, ["micro_batch", "accumulation", "gpu_peak_mib", "peak_rss_mib", "sequences_per_sec"]),
-      "",
-      "## Input pipeline (host CPU)",
-      "",
-      pipeline,
-      ""])
+    figures = plan(args, len(found), work)
+    budget = args.budget - (time.monotonic() - started) if args.budget else None
+    rows = run_figures(figures, budget, args.figure_timeout)
+  command = "python benchmarks/gpu_suite.py" + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
+  text = report(env, rows, command, time.monotonic() - started)
   with open(args.out, "w") as f:
     f.write(text)
   print(text)

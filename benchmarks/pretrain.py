@@ -71,7 +71,7 @@ def bench_ours(cfg, steps: int, warmup: int) -> tuple:
   first_call = time.perf_counter() - start
   start = time.perf_counter()
   train_loop(iterator, tf.constant(steps))[1].numpy()
-  return steps * b / (time.perf_counter() - start), first_call
+  return steps * b / (time.perf_counter() - start), first_call, t.runner.use_xla
 
 
 def bench_hf_torch(cfg, steps: int, warmup: int, dtype: str) -> float:
@@ -156,7 +156,8 @@ def main(argv=None):
   ap.add_argument("--sizes", default="small", help="comma-separated: tiny, small, base, large")
   ap.add_argument("--vocab-size", type=int, default=30522, help="vocabulary rows (the sample vocab has 8,000)")
   ap.add_argument("--dtypes", default="float32,bfloat16")
-  ap.add_argument("--xla", default="both", choices=("on", "off", "both"))
+  ap.add_argument("--xla", default="both", choices=("on", "off", "both", "auto"),
+                  help="auto: the project's default (use_xla null: on with a GPU)")
   ap.add_argument("--batch", type=int, default=None, help="global batch (default 128 on GPU, 16 on CPU)")
   ap.add_argument("--seq-len", type=int, default=128)
   ap.add_argument("--steps", type=int, default=None, help="timed steps (default 20 GPU / 3 CPU)")
@@ -195,7 +196,8 @@ def main(argv=None):
   rows = []
   for size in args.sizes.split(","):
     for dtype in args.dtypes.split(","):
-      for xla, dropout in itertools.product([True, False] if args.xla == "both" else [args.xla == "on"],
+      xla_settings = {"both": [True, False], "auto": [None]}.get(args.xla, [args.xla == "on"])
+      for xla, dropout in itertools.product(xla_settings,
                                             ["keyed", "philox"] if args.dropout == "both" else [args.dropout]):
         cfg = PretrainingConfig.create(f"bench_{size}", "/nonexistent", preset=size, train_batch_size=batch,
                                        vocab_size=args.vocab_size,
@@ -203,16 +205,16 @@ def main(argv=None):
                                        num_warmup_steps=0, strategy=args.strategy,
                                        per_example_dropout=dropout == "keyed")
         flops = training_flops_per_sequence(cfg)
-        # each gives (sequences/s, the first call's seconds or None where the other framework's is not timed)
+        # each gives (sequences/s, the first call's seconds or None where not timed, whether XLA compiled the step)
         impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
         if "hf" in args.compare.split(",") and xla:
-          impls.append(("transformers-torch", lambda: (bench_hf_torch(cfg, steps, args.warmup, dtype), None)))
-        if "tfm" in args.compare.split(","):
+          impls.append(("transformers-torch", lambda: (bench_hf_torch(cfg, steps, args.warmup, dtype), None, None)))
+        if "tfm" in args.compare.split(",") and xla is not None:
           impls.append(("tf-models-official", lambda: (bench_tf_models(cfg, steps, args.warmup, dtype, xla,
-                                                                       args.tfm_python), None)))
+                                                                       args.tfm_python), None, xla)))
         for name, fn in impls:
           try:
-            seqs, first_call = fn()
+            seqs, first_call, used_xla = fn()
           except ImportError:
             print(f"{name}: not installed, skipped")
             continue
@@ -221,7 +223,7 @@ def main(argv=None):
             continue
           tflops = seqs * flops / 1e12
           row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len, strategy=args.strategy,
-                     xla=None if name == "transformers-torch" else xla,
+                     xla=used_xla, xla_setting="auto" if xla is None else xla,
                      dropout=None if name != "electra_tf" else dropout, seq_per_s=seqs,
                      tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype],
                      first_call_s=first_call)

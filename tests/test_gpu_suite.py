@@ -42,32 +42,70 @@ def test_a_figure_past_its_timeout_is_stopped_and_its_row_says_so():
   assert proc.returncode == 124 and proc.stderr == "no result within 2 s" and "started" in proc.stdout
 
 
-def test_each_pretraining_figure_runs_in_its_own_process(tmp_path, monkeypatch):
-  """A figure that fails (a compile past the timeout, say) leaves a row naming its size, dtype and XLA setting;
-  the others still run."""
+def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
+  """One GPU: Small and Base with the defaults (XLA auto) in bfloat16, then float32, Small without XLA, the GPU
+  tests, fine-tuning on sst and squad, accumulation, the input pipeline; several GPUs add mirrored rows."""
   suite = _suite()
-  calls = []
+  args = suite.argparse.Namespace(parts="pretrain,tests,finetune,squad,accumulation,input", sizes="small,base",
+                                  dtypes="bfloat16,float32", quick=False)
+  labels = [f.label for f in suite.plan(args, 1, "/w")]
+  assert labels == ["pre-training small bfloat16 XLA auto one_device", "pre-training base bfloat16 XLA auto one_device",
+                    "pre-training small float32 XLA auto one_device", "pre-training base float32 XLA auto one_device",
+                    "pre-training small float32 XLA off one_device", "GPU tests", "fine-tuning sst small",
+                    "fine-tuning sst base", "fine-tuning squad small", "fine-tuning squad base",
+                    "gradient accumulation, base", "input pipeline"]
+  tests = suite.plan(args, 1, "/w")[5].argv
+  assert tests[:2] == ["-m", "pytest"] and all((REPO_ROOT / t).is_file() for t in suite.GPU_TESTS)
+  mirrored = [f.label for f in suite.plan(args, 2, "/w") if "mirrored" in f.label]
+  assert mirrored == ["pre-training small bfloat16 XLA auto mirrored", "pre-training base bfloat16 XLA auto mirrored"]
+
+
+def test_figures_past_the_budget_are_not_started_and_a_failure_keeps_its_row(monkeypatch):
+  """Each figure is a process of its own with what is left of the budget as its timeout; once less than
+  MIN_FIGURE_S is left the rest are rows saying they were not run; a failed figure's row names it."""
+  suite = _suite()
+  now, timeouts = [0.0], []
 
   def fake_run(args, timeout):
-    calls.append(args)
-    dtype, xla = args[args.index("--dtypes") + 1], args[args.index("--xla") + 1]
-    if dtype == "bfloat16" and xla == "on":
+    timeouts.append(timeout)
+    now[0] += 100.0  # each figure takes 100 s
+    if args == ["fails"]:
       return suite.subprocess.CompletedProcess(args, 124, "", f"no result within {timeout} s")
-    out = args[args.index("--json") + 1]
-    with open(out, "w") as f:
-      suite.json.dump({"rows": [{"size": "small", "dtype": dtype, "xla": xla == "on", "seq_per_s": 1.0}]}, f)
-    return suite.subprocess.CompletedProcess(args, 0, "ok\n", "")
+    return suite.subprocess.CompletedProcess(args, 0, '{"seq_per_s": 1.0}\n', "")
 
   monkeypatch.setattr(suite, "_run", fake_run)
-  args = suite.argparse.Namespace(sizes="small", dtypes="float32,bfloat16", xla="both", quick=True,
-                                  figure_timeout=7)
-  rows = suite.pretraining_rows(args, several=False, work=str(tmp_path))
-  assert len(calls) == 4
-  assert [r.get("error") for r in rows] == [None, None, "no result within 7 s", None]
-  assert rows[2]["dtype"] == "bfloat16" and rows[2]["xla"] == "on"
+  figures = [suite.Figure("p", f"figure {i}", ["fails"] if i == 1 else ["ok"], suite._json_lines) for i in range(4)]
+  rows = suite.run_figures(figures, 220.0, 1800, clock=lambda: now[0])
+  assert timeouts == [220, 120]  # the third would start with 20 s left
+  assert rows["p"][0] == {"seq_per_s": 1.0}
+  assert rows["p"][1] == {"label": "figure 1", "error": "no result within 120 s"}
+  assert [r["error"].startswith("not run: the suite's time budget was spent") for r in rows["p"][2:]] == [True, True]
+  assert len(suite.run_figures(figures, None, 1800, clock=lambda: now[0])["p"]) == 4
+
+
+def test_the_defaults_rows_are_held_to_their_targets():
+  suite = _suite()
+  rows = suite.with_targets([
+      {"size": "small", "dtype": "bfloat16", "xla_setting": "auto", "strategy": "one_device", "seq_per_s": 8100.0,
+       "first_call_s": 40.0},
+      {"size": "base", "dtype": "bfloat16", "xla_setting": "auto", "strategy": "one_device", "seq_per_s": 2600.0,
+       "first_call_s": 75.0},
+      {"size": "small", "dtype": "float32", "xla_setting": False, "strategy": "one_device", "seq_per_s": 190.0}])
+  assert rows[0]["target"] == ">= 8,000 seq/s, first call < 60 s: met"
+  assert rows[1]["target"] == ">= 2,500 seq/s, first call < 60 s: not met"  # the compile took too long
+  assert "target" not in rows[2]
 
 
 def test_the_tables_give_the_peak_as_a_percentage_and_failures_as_rows():
-  table = _suite()._table([{"seq_per_s": 3821.04, "peak_fraction": 0.0713}, {"error": "no result within 7 s"}],
+  table = _suite()._table([{"seq_per_s": 3821.04, "peak_fraction": 0.0713},
+                           {"label": "pre-training base", "error": "no result within 7 s"}],
                           ["seq_per_s", "peak_fraction"])
-  assert table.splitlines()[2:] == ["| 3,821.0 | 7.1% |", "| failed: no result within 7 s | |"]
+  assert table.splitlines()[2:] == ["| 3,821.0 | 7.1% |", "| failed: pre-training base: no result within 7 s | |"]
+
+
+def test_the_report_names_the_commit_and_versions():
+  env = {"date": "2026-01-01", "commit": "abc1234", "gpus": ["H200, 570.1, 143771 MiB (name, driver, memory)"],
+         "cpu_cores": 16, "tensorflow": "2.21.0", "cuda": "12.5", "cudnn": "9"}
+  text = _suite().report(env, {"tests": [{"tests": "a.py", "result": "12 passed in 30.0s"}]}, "python x", 420.4)
+  assert text.startswith("# GPU suite, 2026-01-01\n\nCommand: `python x`, 420 s in all. Commit abc1234. GPUs: H200")
+  assert "CUDA 12.5, cuDNN 9" in text and "| a.py | 12 passed in 30.0s |" in text
