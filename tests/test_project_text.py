@@ -19,7 +19,10 @@ PATTERNS = {
     "other helpers": re.compile(r"\bhelpers'|\bother helpers\b", re.IGNORECASE),
     "a tracker issue number": re.compile(r"\bissues?\s+#\d+", re.IGNORECASE),  # a line break may split it
     "the tracker's words": re.compile(r"\b(the|this) issue's\b|\bas the issue asks\b|\bissue figure\b|"
-                                      r"\bthe lease's\b", re.IGNORECASE),
+                                      r"\bthe tracker\b", re.IGNORECASE),
+    "a device lease": re.compile(r"\bleases?\b", re.IGNORECASE),  # not "release"
+    "a development tool": re.compile(r"\bfarm-(bench|studio)\b|\bduplicates --change\b|\bsub-?agents?\b|"
+                                     r"\bhelper-\d", re.IGNORECASE),
 }
 # "issue #N" is an upstream reference when one of these stands just before it (same or previous line).
 UPSTREAM = re.compile(r"(electra|reference|transformers|keras|tensorflow|[\w.-]+/[\w.-]+)[^.;:()]{0,12}$",
@@ -58,11 +61,13 @@ def test_tracked_text_does_not_narrate_the_development():
 def test_the_scan_catches_each_pattern():
   text = ("measured in session 7\nin this session\nsee the closing notes\nissue #11 item 4\n"
           "shared with other helpers' jobs\nsee google-research/electra issue #39\n(reference issue #73)\n"
-          "keyed since issue\n#15\nthe issue's target\n")
+          "keyed since issue\n#15\nthe issue's target\nthe lease's 15 minutes\ntimed with farm-bench\n"
+          "a new release\n")
   found = list(_findings("x.md", text))
   assert [f.split(": ")[1] for f in found] == [
       "a numbered session", "'this session'", "closing notes", "a tracker item number", "other helpers",
-      "a tracker issue number", "a tracker issue number", "the tracker's words"], found
+      "a tracker issue number", "a tracker issue number", "the tracker's words", "a device lease",
+      "a development tool"], found
   assert found[5].startswith("x.md:4:") and found[6].startswith("x.md:8:")
 
 
