@@ -1,5 +1,5 @@
-"""Helpers shared by the conversion tests: perturbed networks, a tiny pre-training run, inputs, our and
-transformers' logits."""
+"""Helpers shared by the conversion tests: perturbed networks, a tiny pre-training run, inputs, our,
+transformers' and keras-hub's outputs."""
 
 import numpy as np
 import tensorflow as tf
@@ -58,3 +58,26 @@ def tiny_pretraining_run(root, data_dir, bert_vocab, **hparams):
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
   t.train()
   return cfg, t
+
+
+def keras_hub_outputs(backbone, inputs, exact_gelu=False):
+  """keras-hub's sequence output; ``exact_gelu`` swaps its tanh-approximate GELU for the exact one, so the
+  comparison isolates the weight mapping from the one deliberate difference between the two models."""
+  import keras
+  ids, mask, seg = inputs
+  layers = [layer._feedforward_intermediate_dense for layer in backbone.transformer_layers]  # pylint: disable=protected-access
+  before = [layer.activation for layer in layers]
+  if exact_gelu:
+    for layer in layers:
+      layer.activation = keras.activations.gelu  # approximate=False
+  try:
+    return backbone({"token_ids": ids, "padding_mask": mask, "segment_ids": seg})["sequence_output"].numpy()
+  finally:
+    for layer, activation in zip(layers, before):
+      layer.activation = activation
+
+
+def encoder_outputs(encoder, inputs):
+  import tensorflow as tf
+  ids, mask, seg = (tf.constant(x) for x in inputs)
+  return encoder(ids, mask, seg, training=False)["sequence_output"].numpy()

@@ -1,13 +1,7 @@
-"""Tiny real-text pre-training data for the pre-training tests: WikiText-2 with the BERT vocab.
-
-Examples are packed greedily into ``[CLS] A [SEP] B [SEP]`` of ``max_seq_length`` from consecutive
-WikiText lines (tokenized with the reference's FullTokenizer), written as the reference's TFRecord
-features with the metadata the trainer checks.
-"""
+"""Tiny real-text pre-training data for the pre-training tests: WikiText-2 with the BERT vocab (or its most
+frequent pieces), built by the library's own data builder as users build theirs."""
 
 import gzip
-import json
-import os
 import pathlib
 
 import numpy as np
@@ -38,70 +32,34 @@ def frequent_pieces_vocab(tokenizer, lines, top_k):
 def build_tfrecords(out_dir: pathlib.Path, data_dir: pathlib.Path, vocab_file: pathlib.Path,
                     max_seq_length: int = 32, max_lines: int = 600, num_files: int = 2,
                     heldout: bool = True, top_k: int = 0) -> pathlib.Path:
-  """Writes ``out_dir/pretrain_tfrecords`` (+ held-out ``pretrain_eval.tfrecord*``) and ``out_dir/vocab.txt``.
+  """Writes ``out_dir/pretrain_tfrecords`` and ``out_dir/vocab.txt`` with the library's own builder (the
+  reference's packing), from the first ``max_lines`` lines of WikiText-2's training text: each paragraph a
+  document, each line of it a sentence. ``heldout``: a tenth of the documents go to the held-out
+  ``pretrain_eval.tfrecord*``.
 
   ``top_k`` > 0: the vocab is the 5 special tokens plus the ``top_k`` most frequent word pieces of the
   text (the rest become [UNK]), so a tiny model sees every token often. Returns out_dir.
   """
-  import tensorflow as tf
   from electra_tf import tokenization
-  from electra_tf.pretrain_data import metadata
+  from electra_tf.pretrain_data.build import build_pretraining_dataset
 
   out_dir = pathlib.Path(out_dir)
-  rec_dir = out_dir / "pretrain_tfrecords"
-  rec_dir.mkdir(parents=True, exist_ok=True)
+  corpus = out_dir / "corpus"
+  corpus.mkdir(parents=True, exist_ok=True)
+  paragraphs = list(_wikitext_lines(data_dir, "train", max_lines))
+  # the reference's text format: one sentence per line, a blank line between documents
+  (corpus / "wiki.txt").write_text("\n\n".join(p.replace(" . ", " .\n") for p in paragraphs) + "\n",
+                                   encoding="utf-8")
   vocab_copy = out_dir / "vocab.txt"
-  tok = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
-  remap = None
   if top_k:
-    tokens = frequent_pieces_vocab(tok, _wikitext_lines(data_dir, "train", max_lines), top_k)
-    vocab_copy.write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    remap = {t: i for i, t in enumerate(tokens)}
+    tok = tokenization.FullTokenizer(str(vocab_file), do_lower_case=True)
+    vocab_copy.write_text("\n".join(frequent_pieces_vocab(tok, paragraphs, top_k)) + "\n", encoding="utf-8")
   else:
     vocab_copy.write_bytes(pathlib.Path(vocab_file).read_bytes())
-  if remap:
-    cls, sep = remap["[CLS]"], remap["[SEP]"]
-  else:
-    cls, sep = tok.vocab["[CLS]"], tok.vocab["[SEP]"]
-
-  def to_ids(tokens):
-    return [remap.get(t, 1) for t in tokens] if remap else tok.convert_tokens_to_ids(tokens)
-
-  def examples(split, limit):
-    cur = []
-    for line in _wikitext_lines(data_dir, split, limit):
-      ids = to_ids(tok.tokenize(line))
-      while ids:
-        room = max_seq_length - 2 - len(cur)
-        cur.extend(ids[:room])
-        ids = ids[room:]
-        if len(cur) >= max_seq_length - 2:
-          yield [cls] + cur + [sep]
-          cur = []
-    if cur:
-      yield [cls] + cur + [sep]
-
-  def write(path_pattern, split, limit, files):
-    writers = [tf.io.TFRecordWriter(str(path_pattern.format(i=i, n=files))) for i in range(files)]
-    count = 0
-    for count, ids in enumerate(examples(split, limit), 1):
-      pad = max_seq_length - len(ids)
-      feats = {"input_ids": ids + [0] * pad, "input_mask": [1] * len(ids) + [0] * pad,
-               "segment_ids": [0] * max_seq_length}
-      ex = tf.train.Example(features=tf.train.Features(feature={
-          k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in feats.items()}))
-      writers[count % files].write(ex.SerializeToString())
-    for w in writers:
-      w.close()
-    return count
-
-  n = write(str(rec_dir / "pretrain_data.tfrecord-{i}-of-{n}"), "train", max_lines, num_files)
-  if heldout:
-    write(str(rec_dir / "pretrain_eval.tfrecord-{i}-of-{n}"), "valid", max_lines // 3, 1)
-  metadata.write_metadata(str(rec_dir), {"max_seq_length": max_seq_length, "do_lower_case": True,
-                                         "strip_accents": True, "vocab_file": str(vocab_copy),
-                                         "vocab_sha256": tokenization.file_checksum(str(vocab_copy)),
-                                         "num_examples": n})
+  build_pretraining_dataset(str(out_dir / "pretrain_tfrecords"), str(vocab_copy), corpus_dir=str(corpus),
+                            max_seq_length=max_seq_length, num_shards=num_files,
+                            eval_fraction=0.1 if heldout else 0.0, num_eval_shards=1 if heldout else None,
+                            progress=False)
   return out_dir
 
 

@@ -1,7 +1,7 @@
 """A ``run_pretraining.py`` model directory is a first-class input: ``convert`` inspects and exports it
-(transformers gives the trained discriminator's logits), a given step can be chosen, fine-tuning and
+(transformers and keras-hub give the trained networks' outputs), a given step can be chosen, fine-tuning and
 pre-training's ``init_checkpoint`` read it through the same loader, and a run without its saved hparams
-gets one clear line."""
+gets one clear line. One tiny run serves every test of the file."""
 
 import json
 import os
@@ -15,9 +15,11 @@ import _convert_testlib as convert_lib
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, data_dir, bert_vocab):
-  """A 10-step tiny pre-training run on a ~300-token vocab (checkpoints at steps 5 and 10), and its trainer."""
+  """The run every test here reads: 10 tiny steps on a ~300-token vocab (checkpoints at steps 5 and 10), a
+  generator of half the width, E 16 < H 32; and its trainer."""
   return convert_lib.tiny_pretraining_run(tmp_path_factory.mktemp("run"), data_dir, bert_vocab, num_train_steps=10,
-                                          iterations_per_loop=5, save_checkpoints_steps=5, generator_hidden_size=0.5)
+                                          iterations_per_loop=5, save_checkpoints_steps=5, generator_hidden_size=0.5,
+                                          embedding_size=16)
 
 
 def _convert(args, capsys):
@@ -138,3 +140,56 @@ def test_a_run_with_a_truncated_data_file_is_one_clear_line_for_convert_and_the_
     load_pretrained_weights(str(copy), encoder)
   assert "its .data file is truncated or corrupt" in str(error.value) and "\n" not in str(error.value)
   assert sorted(p.name for p in tmp_path.iterdir()) == ["cut_run"]  # nothing written
+
+
+@pytest.mark.slow
+def test_a_pretraining_runs_preset_gives_the_runs_and_transformers_outputs(run, tmp_path, capsys):
+  transformers = require_module("transformers")
+  torch = require_module("torch")
+  keras_hub = require_module("keras_hub")
+  from electra_tf.checkpoint_names import reference_variables
+  from electra_tf.convert import load_pretrained_weights
+  from electra_tf.modeling import build_pretraining_networks
+  cfg, t = run
+  nets = t.model.networks
+  for what in ("discriminator", "generator"):
+    code, out, err = _convert(["export-keras-hub", cfg.model_dir, "-o", str(tmp_path / what), "--what", what], capsys)
+    assert code == 0, err
+  code, _, err = _convert(["export-hf", cfg.model_dir, "-o", str(tmp_path / "hf")], capsys)
+  assert code == 0, err
+
+  inputs = convert_lib.random_inputs(cfg.vocab_size, seq=16)  # padded second row, two segments
+  ids, mask, seg = (torch.tensor(x, dtype=torch.long) for x in inputs)
+  for what, encoder, hf_class in (("discriminator", nets.discriminator.encoder, transformers.ElectraModel),
+                                  ("generator", nets.generator.encoder, transformers.ElectraForMaskedLM)):
+    backbone = keras_hub.models.ElectraBackbone.from_preset(str(tmp_path / what))
+    kh = convert_lib.keras_hub_outputs(backbone, inputs)
+    ours = convert_lib.encoder_outputs(encoder, inputs)
+    hf = hf_class.from_pretrained(str(tmp_path / "hf" / what)).eval()
+    hf_encoder = hf if what == "discriminator" else hf.electra
+    with torch.no_grad():
+      theirs = hf_encoder(input_ids=ids, attention_mask=mask, token_type_ids=seg).last_hidden_state.numpy()
+    print(f"{what}: max |sequence output diff| keras-hub vs electra-tf {convert_lib.max_diff(kh, ours):.1e}, "
+          f"keras-hub vs transformers {convert_lib.max_diff(kh, theirs):.1e}, electra-tf vs transformers "
+          f"{convert_lib.max_diff(ours, theirs):.1e} (max |output| {np.abs(ours).max():.2f})")
+    assert convert_lib.max_diff(kh, ours) <= 1e-4, (what, convert_lib.max_diff(kh, ours))
+    assert convert_lib.max_diff(kh, theirs) <= 1e-4, (what, convert_lib.max_diff(kh, theirs))
+    assert convert_lib.max_diff(ours, theirs) <= 1e-5
+    assert np.abs(ours).max() > 0.5
+  meta = json.loads((tmp_path / "generator" / "config.json").read_text())["config"]
+  assert (meta["hidden_dim"], meta["embedding_dim"], meta["num_heads"]) == (16, 16, 1)
+
+  tokenizer = keras_hub.models.ElectraTokenizer.from_preset(str(tmp_path / "discriminator"))
+  from electra_tf.tokenization import FullTokenizer
+  reference = FullTokenizer(cfg.vocab_file, True)
+  text = "The film's first hour is a Wonderful, quiet thing."
+  assert [int(i) for i in tokenizer(text)] == reference.convert_tokens_to_ids(reference.tokenize(text))
+
+  # pre-training's init_checkpoint reads the preset: the discriminator's encoder, nothing else.
+  fresh = build_pretraining_networks(cfg)
+  report = load_pretrained_weights(str(tmp_path / "discriminator"), fresh)
+  trained = reference_variables(nets)
+  assert report.loaded and all(n.startswith("electra/") for n in report.loaded)
+  assert any(n.startswith("discriminator_predictions/") for n in report.missing)
+  for name in report.loaded:
+    np.testing.assert_array_equal(reference_variables(fresh)[name].numpy(), trained[name].numpy(), err_msg=name)

@@ -33,29 +33,6 @@ def _word_vocab(path, size):
   return path
 
 
-def _kh_outputs(backbone, inputs, exact_gelu=False):
-  """keras-hub's sequence output; ``exact_gelu`` swaps its tanh-approximate GELU for the exact one, so the
-  comparison isolates the weight mapping from the one deliberate difference between the two models."""
-  import keras
-  ids, mask, seg = inputs
-  layers = [layer._feedforward_intermediate_dense for layer in backbone.transformer_layers]  # pylint: disable=protected-access
-  before = [layer.activation for layer in layers]
-  if exact_gelu:
-    for layer in layers:
-      layer.activation = keras.activations.gelu  # approximate=False
-  try:
-    return backbone({"token_ids": ids, "padding_mask": mask, "segment_ids": seg})["sequence_output"].numpy()
-  finally:
-    for layer, activation in zip(layers, before):
-      layer.activation = activation
-
-
-def _our_outputs(encoder, inputs):
-  import tensorflow as tf
-  ids, mask, seg = (tf.constant(x) for x in inputs)
-  return encoder(ids, mask, seg, training=False)["sequence_output"].numpy()
-
-
 @pytest.fixture(scope="module")
 def kh_preset(tmp_path_factory):
   """A preset keras-hub built and saved itself: random weights with every bias, LayerNorm gain and the
@@ -93,9 +70,9 @@ def test_a_backbone_saved_by_keras_hub_imports_with_its_outputs(kh_preset, tmp_p
   encoder.dummy_build()
   report = load_pretrained_weights(str(tmp_path / "model"), encoder, require_all=True)
   assert not report.missing
-  ours = _our_outputs(encoder, inputs)
-  exact = convert_lib.max_diff(ours, _kh_outputs(backbone, inputs, exact_gelu=True))
-  shipped = convert_lib.max_diff(ours, _kh_outputs(backbone, inputs))
+  ours = convert_lib.encoder_outputs(encoder, inputs)
+  exact = convert_lib.max_diff(ours, convert_lib.keras_hub_outputs(backbone, inputs, exact_gelu=True))
+  shipped = convert_lib.max_diff(ours, convert_lib.keras_hub_outputs(backbone, inputs))
   print(f"keras-hub preset imported: max |diff| {exact:.1e} with keras-hub's GELU made exact, {shipped:.1e} as shipped")
   assert exact <= 1e-5, exact  # the mapping itself
   # keras-hub's tanh GELU against the reference's exact one: 1.9e-4 on these weights (noise of std 0.1,
@@ -108,7 +85,7 @@ def test_a_backbone_saved_by_keras_hub_imports_with_its_outputs(kh_preset, tmp_p
   direct.dummy_build()
   report = load_pretrained_weights(str(preset), direct, require_all=True)
   assert report.format == "keras-hub-preset" and "pooled_dense/kernel" not in report.loaded
-  np.testing.assert_array_equal(_our_outputs(direct, inputs), ours)
+  np.testing.assert_array_equal(convert_lib.encoder_outputs(direct, inputs), ours)
   # and electra_tf.load_encoder returns it as a Keras model
   model = electra_tf.load_encoder(str(preset))
   ids, mask, seg = inputs
@@ -251,70 +228,6 @@ def test_load_encoders_layerwise_optimizer_gives_each_depth_its_rate(kh_preset):
   decays = {opt.reference_name(v): d for v, d in zip(model.trainable_variables, opt._decays)}  # pylint: disable=protected-access
   assert decays["electra/encoder/layer_1/output/LayerNorm/gamma"] == 0.0 and decays["task_specific/classifier/bias"] == 0.0
   assert decays["task_specific/classifier/kernel"] == 0.01
-
-
-# ---------------------------------------------------------------------------------------------------
-# A real pre-training run: its export, transformers' on the same run, and the run's encoder agree.
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory, data_dir, bert_vocab):
-  """A 10-step tiny pre-training run (a generator of half the width, E 16 < H 32) on a ~300-token vocab."""
-  return convert_lib.tiny_pretraining_run(tmp_path_factory.mktemp("run"), data_dir, bert_vocab, num_train_steps=10,
-                                          iterations_per_loop=5, save_checkpoints_steps=10, generator_hidden_size=0.5,
-                                          embedding_size=16)
-
-
-@pytest.mark.slow
-def test_a_pretraining_runs_preset_gives_the_runs_and_transformers_outputs(run, tmp_path, capsys):
-  transformers = require_module("transformers")
-  torch = require_module("torch")
-  from electra_tf.checkpoint_names import reference_variables
-  from electra_tf.convert import load_pretrained_weights
-  from electra_tf.modeling import build_pretraining_networks
-  cfg, t = run
-  nets = t.model.networks
-  for what in ("discriminator", "generator"):
-    code, out, err = _convert(["export-keras-hub", cfg.model_dir, "-o", str(tmp_path / what), "--what", what], capsys)
-    assert code == 0, err
-  code, _, err = _convert(["export-hf", cfg.model_dir, "-o", str(tmp_path / "hf")], capsys)
-  assert code == 0, err
-
-  inputs = convert_lib.random_inputs(cfg.vocab_size, seq=16)  # padded second row, two segments
-  ids, mask, seg = (torch.tensor(x, dtype=torch.long) for x in inputs)
-  for what, encoder, hf_class in (("discriminator", nets.discriminator.encoder, transformers.ElectraModel),
-                                  ("generator", nets.generator.encoder, transformers.ElectraForMaskedLM)):
-    backbone = keras_hub.models.ElectraBackbone.from_preset(str(tmp_path / what))
-    kh = _kh_outputs(backbone, inputs)
-    ours = _our_outputs(encoder, inputs)
-    hf = hf_class.from_pretrained(str(tmp_path / "hf" / what)).eval()
-    hf_encoder = hf if what == "discriminator" else hf.electra
-    with torch.no_grad():
-      theirs = hf_encoder(input_ids=ids, attention_mask=mask, token_type_ids=seg).last_hidden_state.numpy()
-    print(f"{what}: max |sequence output diff| keras-hub vs electra-tf {convert_lib.max_diff(kh, ours):.1e}, "
-          f"keras-hub vs transformers {convert_lib.max_diff(kh, theirs):.1e}, electra-tf vs transformers "
-          f"{convert_lib.max_diff(ours, theirs):.1e} (max |output| {np.abs(ours).max():.2f})")
-    assert convert_lib.max_diff(kh, ours) <= 1e-4, (what, convert_lib.max_diff(kh, ours))
-    assert convert_lib.max_diff(kh, theirs) <= 1e-4, (what, convert_lib.max_diff(kh, theirs))
-    assert convert_lib.max_diff(ours, theirs) <= 1e-5
-    assert np.abs(ours).max() > 0.5
-  meta = json.loads((tmp_path / "generator" / "config.json").read_text())["config"]
-  assert (meta["hidden_dim"], meta["embedding_dim"], meta["num_heads"]) == (16, 16, 1)
-
-  tokenizer = keras_hub.models.ElectraTokenizer.from_preset(str(tmp_path / "discriminator"))
-  from electra_tf.tokenization import FullTokenizer
-  reference = FullTokenizer(cfg.vocab_file, True)
-  text = "The film's first hour is a Wonderful, quiet thing."
-  assert [int(i) for i in tokenizer(text)] == reference.convert_tokens_to_ids(reference.tokenize(text))
-
-  # pre-training's init_checkpoint reads the preset: the discriminator's encoder, nothing else.
-  fresh = build_pretraining_networks(cfg)
-  report = load_pretrained_weights(str(tmp_path / "discriminator"), fresh)
-  trained = reference_variables(nets)
-  assert report.loaded and all(n.startswith("electra/") for n in report.loaded)
-  assert any(n.startswith("discriminator_predictions/") for n in report.missing)
-  for name in report.loaded:
-    np.testing.assert_array_equal(reference_variables(fresh)[name].numpy(), trained[name].numpy(), err_msg=name)
 
 
 @pytest.mark.slow
