@@ -21,6 +21,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from electra_tf import runtime  # pylint: disable=wrong-import-position  (no TensorFlow)
+
+runtime.set_default_xla_flags()  # as the commands do, before TensorFlow starts
 
 
 def _rss_mib() -> float:

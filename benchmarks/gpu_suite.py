@@ -28,6 +28,7 @@ import datetime
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,9 @@ import typing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+from electra_tf import runtime  # pylint: disable=wrong-import-position  (no TensorFlow)
+
 BUDGET_S = 450  # with start-up, the whole command within 8 minutes on one GPU
 MIN_FIGURE_S = 30  # a figure does not start with less of the budget left
 GPU_TESTS = ["tests/test_pretraining_random_ops.py", "tests/test_pretraining_sampling.py",
@@ -72,7 +76,9 @@ def _commit() -> str:
 def environment() -> dict:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   info = {"date": datetime.date.today().isoformat(), "host": platform.node(), "cpu_cores": os.cpu_count(),
-          "tensorflow": tf.__version__, "commit": _commit()}
+          "tensorflow": tf.__version__, "commit": _commit(),
+          "xla_flags": os.environ.get("XLA_FLAGS", "") + (" (the project's)" if os.environ.get("XLA_FLAGS") ==
+                                                          runtime.GPU_XLA_FLAGS else "")}
   build = tf.sysconfig.get_build_info()
   info["cuda"], info["cudnn"] = build.get("cuda_version", "?"), build.get("cudnn_version", "?")
   try:
@@ -85,13 +91,17 @@ def environment() -> dict:
 
 
 def _run(args: list, timeout: int) -> subprocess.CompletedProcess:
-  """One figure's process; one that runs past ``timeout`` seconds is killed and reads as a failure that says so."""
-  try:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False,
-                          cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-  except subprocess.TimeoutExpired as e:
-    out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-    return subprocess.CompletedProcess(e.cmd, 124, out, f"no result within {timeout} s")
+  """One figure's process (its own process group); one that runs past ``timeout`` seconds is killed with every
+  process it started and reads as a failure that says so."""
+  with subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, start_new_session=True) as proc:
+    try:
+      out, err = proc.communicate(timeout=timeout)
+      return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+      os.killpg(proc.pid, signal.SIGKILL)
+      out, _ = proc.communicate()
+      return subprocess.CompletedProcess(proc.args, 124, out or "", f"no result within {timeout} s")
 
 
 def _last_line(*texts: str) -> str:
@@ -176,13 +186,17 @@ def run_figures(figures: typing.List[Figure], budget: typing.Optional[float], fi
                                             "spent (--budget 0 runs every figure)"})
       print(f"{fig.label}: not run (budget spent)", flush=True)
       continue
-    proc = _run(fig.argv, int(min(figure_timeout, left) if left is not None else figure_timeout))
+    timeout = int(min(figure_timeout, left) if left is not None else figure_timeout)
+    proc = _run(fig.argv, timeout)
     print(f"{fig.label}: {_last_line(proc.stdout, proc.stderr)}", flush=True)
-    try:
-      found = fig.parse(proc, "") if proc.returncode == 0 or fig.part == "tests" else []
+    try:  # the tests report failures with a non-zero status
+      found = fig.parse(proc, "") if proc.returncode == 0 or (fig.part == "tests" and proc.returncode != 124) else []
     except (OSError, ValueError, KeyError):
       found = []
-    rows.setdefault(fig.part, []).extend(found or [{"label": fig.label, "error": _last_line(proc.stderr, proc.stdout)}])
+    error = _last_line(proc.stderr, proc.stdout)
+    if proc.returncode == 124 and timeout < figure_timeout:
+      error = f"stopped after {timeout} s, when the suite's time budget ran out (--budget 0 runs every figure)"
+    rows.setdefault(fig.part, []).extend(found or [{"label": fig.label, "error": error}])
   return rows
 
 
@@ -194,7 +208,8 @@ def with_targets(rows: list) -> list:
     if "error" in r or r.get("xla_setting") != "auto" or r.get("strategy") != "one_device" or target is None:
       out.append(r)
       continue
-    met = r["seq_per_s"] >= target and (r.get("first_call_s") or 0) < FIRST_CALL_TARGET_S
+    first_call = r.get("first_call_s")
+    met = r["seq_per_s"] >= target and first_call is not None and first_call < FIRST_CALL_TARGET_S
     out.append(dict(r, target=f">= {target:,} seq/s, first call < {FIRST_CALL_TARGET_S} s: "
                               f"{'met' if met else 'not met'}"))
   return out
@@ -222,7 +237,7 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
   text = [f"# GPU suite, {env['date']}", "",
           f"Command: `{command}`, {seconds:.0f} s in all. Commit {env['commit']}. GPUs: " + "; ".join(env["gpus"])
           + f". Host: {env['cpu_cores']} CPU cores. TensorFlow {env['tensorflow']}, CUDA {env['cuda']}, cuDNN "
-          f"{env['cudnn']}. XLA_FLAGS: {os.environ.get('XLA_FLAGS') or 'the project sets its own'}.", ""]
+          f"{env['cudnn']}. XLA_FLAGS: `{env['xla_flags']}`.", ""]
   if "pretrain" in rows:
     text += ["## Pre-training throughput (synthetic ids, batch 128, length 128)", "",
              _table(with_targets(rows["pretrain"]), ["strategy", "size", "dtype", "xla_setting", "xla", "seq_per_s",
@@ -257,6 +272,7 @@ def main(argv=None) -> int:
                   help="seconds each figure's process may take before it is stopped and its row says so")
   args = ap.parse_args(argv)
   started = time.monotonic()
+  runtime.set_default_xla_flags()  # the figures' processes run as the commands do
   try:
     found = gpus()
   except ImportError:  # e.g. a GPU machine whose image brings another framework but not TensorFlow

@@ -20,6 +20,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from electra_tf import runtime  # pylint: disable=wrong-import-position  (no TensorFlow)
+
+runtime.set_default_xla_flags()  # as the commands do, before TensorFlow starts
 
 
 def training_flops_per_sequence(cfg) -> float:
@@ -54,7 +57,8 @@ def matmul_peak_tflops(dtype: str, n: int) -> float:
 
 
 def bench_ours(cfg, steps: int, warmup: int) -> tuple:
-  """(sequences/s over the timed steps, seconds of the first call: tracing, compiling and the warm-up steps)."""
+  """(sequences/s over the timed steps, seconds of the first call: tracing, compiling and the warm-up steps,
+  whether the step is XLA-compiled)."""
   import tensorflow as tf
   from electra_tf.pretraining import masking, trainer
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None, check_inputs=False,

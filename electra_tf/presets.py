@@ -134,9 +134,10 @@ SAMPLE_LABELS = 250
 SAMPLE_VALIDATION_SIZE = 500
 SAMPLE_SPLIT_SEED = 0
 # Fine-tuning settings per initialisation at SAMPLE_LABELS labels, fixed (the main job runs no search): each was
-# chosen on the validation split from the grid peak LR {3e-4, 1e-3} x {20, 40, 80} epochs, with Philox dropout,
-# not today's keyed default; what the label-efficiency run chose at 250 labels is its table's "chosen" column
-# (docs/experiments/label_efficiency.md#result). Both keep the tiny preset's layer-wise decay 0.8.
+# chosen on the validation split from the grid peak LR {3e-4, 1e-3} x {20, 40, 80} epochs with Philox dropout
+# masks (per_example_dropout false; the job runs with keyed masks); what the label-efficiency run chose at 250
+# labels is its table's "chosen" column (docs/experiments/label_efficiency.md#result). Both keep the tiny
+# preset's layer-wise decay 0.8.
 SAMPLE_FINETUNING = {"pretrained": {"learning_rate": TINY_FINETUNING_LR, "num_train_epochs": 20.0},
                      "random": {"learning_rate": 1e-3, "num_train_epochs": 20.0}}
 

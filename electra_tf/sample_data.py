@@ -205,8 +205,8 @@ def ensure_sample_setup(sample_dir=None, max_reviews=None, vocab_file=None, log=
     # The Rust learner: about 3 s here against 75 s for tf-text's (2026-11-24, 2-core machine), a minute of the main job's
     # 15. A sample directory that already has a vocab.txt keeps it (the sweep tables used tf-text's).
     vocab_learning.learn_wordpiece_vocab(corpus.iter_text_dir(str(root / "corpus")), str(tmp),
-                                vocab_size=SAMPLE_VOCAB_SIZE,
-                                max_sentences=vocab_sentences or SAMPLE_VOCAB_SENTENCES, learner="hf")
+                                         vocab_size=SAMPLE_VOCAB_SIZE,
+                                         max_sentences=vocab_sentences or SAMPLE_VOCAB_SENTENCES, learner="hf")
     os.replace(tmp, vocab_path)
   records = root / "pretrain_tfrecords"
   if build_records and not list(records.glob("pretrain_data.tfrecord*")):

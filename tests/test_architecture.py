@@ -16,7 +16,8 @@ CORE = {"errors", "fileio", "hparams", "presets", "configs", "runtime", "tokeniz
 ALLOWED = {
     "errors": set(), "fileio": set(), "hparams": {"errors"}, "presets": set(),
     "configs": {"errors", "hparams", "presets"},
-    "runtime": {"configs", "errors", "fileio", "optimization", "modeling"}, "tokenization": {"errors", "fileio"}, "optimization": set(),
+    "runtime": {"configs", "errors", "fileio", "optimization", "modeling"}, "tokenization": {"errors", "fileio"},
+    "optimization": set(),
     "modeling": {"configs", "errors"}, "checkpoint_names": {"modeling"}, "reporting": {"errors", "runtime"},
     "seed_comparison": set(), "flops": set(),
     "docs_gen": {"configs", "hparams"},

@@ -3,6 +3,7 @@ so in one line, exits with status 2 and writes no report."""
 
 import importlib.util
 import sys
+import time
 
 import pytest
 
@@ -36,10 +37,26 @@ def test_without_a_gpu_it_says_so(tmp_path, capsys):
                  "in benchmarks/README.md"] and not out.exists()
 
 
-def test_a_figure_past_its_timeout_is_stopped_and_its_row_says_so():
+def test_a_figure_past_its_timeout_is_stopped_with_what_it_started_and_its_row_says_so(tmp_path):
   suite = _suite()
-  proc = suite._run(["-c", "import time; print('started', flush=True); time.sleep(60)"], timeout=2)
-  assert proc.returncode == 124 and proc.stderr == "no result within 2 s" and "started" in proc.stdout
+  child = tmp_path / "child.pid"
+  code = ("import subprocess, sys, time\n"
+          f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+          f"open({str(child)!r}, 'w').write(str(p.pid))\n"
+          "print('started', flush=True)\ntime.sleep(60)\n")
+  proc = suite._run(["-c", code], timeout=3)
+  assert proc.returncode == 124 and proc.stderr == "no result within 3 s" and "started" in proc.stdout
+  pid = int(child.read_text())
+  for _ in range(50):  # the grandchild is gone too (a zombie until reaped reads as gone)
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        if f.read().split()[2] == "Z":
+          break
+    except FileNotFoundError:
+      break
+    time.sleep(0.1)
+  else:
+    raise AssertionError("the figure's child process outlived it")
 
 
 def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
@@ -78,9 +95,11 @@ def test_figures_past_the_budget_are_not_started_and_a_failure_keeps_its_row(mon
   rows = suite.run_figures(figures, 220.0, 1800, clock=lambda: now[0])
   assert timeouts == [220, 120]  # the third would start with 20 s left
   assert rows["p"][0] == {"seq_per_s": 1.0}
-  assert rows["p"][1] == {"label": "figure 1", "error": "no result within 120 s"}
+  assert rows["p"][1] == {"label": "figure 1", "error": "stopped after 120 s, when the suite's time budget ran out "
+                                                       "(--budget 0 runs every figure)"}
   assert [r["error"].startswith("not run: the suite's time budget was spent") for r in rows["p"][2:]] == [True, True]
-  assert len(suite.run_figures(figures, None, 1800, clock=lambda: now[0])["p"]) == 4
+  unlimited = suite.run_figures(figures, None, 1800, clock=lambda: now[0])["p"]
+  assert len(unlimited) == 4 and unlimited[1]["error"] == "no result within 1800 s"  # a figure's own timeout
 
 
 def test_the_defaults_rows_are_held_to_their_targets():
@@ -94,6 +113,9 @@ def test_the_defaults_rows_are_held_to_their_targets():
   assert rows[0]["target"] == ">= 8,000 seq/s, first call < 60 s: met"
   assert rows[1]["target"] == ">= 2,500 seq/s, first call < 60 s: not met"  # the compile took too long
   assert "target" not in rows[2]
+  untimed = suite.with_targets([{"size": "small", "dtype": "bfloat16", "xla_setting": "auto", "strategy": "one_device",
+                                 "seq_per_s": 9000.0, "first_call_s": None}])
+  assert untimed[0]["target"].endswith("not met")  # a first call not timed is no first call within 60 s
 
 
 def test_the_tables_give_the_peak_as_a_percentage_and_failures_as_rows():
@@ -105,7 +127,9 @@ def test_the_tables_give_the_peak_as_a_percentage_and_failures_as_rows():
 
 def test_the_report_names_the_commit_and_versions():
   env = {"date": "2026-01-01", "commit": "abc1234", "gpus": ["H200, 570.1, 143771 MiB (name, driver, memory)"],
-         "cpu_cores": 16, "tensorflow": "2.21.0", "cuda": "12.5", "cudnn": "9"}
+         "cpu_cores": 16, "tensorflow": "2.21.0", "cuda": "12.5", "cudnn": "9",
+         "xla_flags": "--xla_gpu_enable_triton_gemm=false (the project's)"}
   text = _suite().report(env, {"tests": [{"tests": "a.py", "result": "12 passed in 30.0s"}]}, "python x", 420.4)
   assert text.startswith("# GPU suite, 2026-01-01\n\nCommand: `python x`, 420 s in all. Commit abc1234. GPUs: H200")
-  assert "CUDA 12.5, cuDNN 9" in text and "| a.py | 12 passed in 30.0s |" in text
+  assert "CUDA 12.5, cuDNN 9. XLA_FLAGS: `--xla_gpu_enable_triton_gemm=false (the project's)`." in text
+  assert "| a.py | 12 passed in 30.0s |" in text

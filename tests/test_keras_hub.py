@@ -1,9 +1,8 @@
 """keras-hub presets in and out: ``export-keras-hub`` writes a preset that keras-hub's own ``from_preset``
-loads with the project's outputs (and transformers' on the same run), its tokenizer gives the reference
+loads with the project's outputs, its tokenizer gives the reference
 tokenizer's ids on real reviews, a backbone keras-hub built and saved itself imports with keras-hub's
 outputs, and bad presets are one line each. Every preset is built here; nothing downloads."""
 
-import json
 import os
 import shutil
 

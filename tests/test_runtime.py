@@ -210,7 +210,8 @@ def test_use_xla_auto_is_off_on_a_cpu_and_on_with_the_gemm_flag_on_a_gpu(monkeyp
   monkeypatch.delenv("XLA_FLAGS", raising=False)
   use, why = devices.xla_choice(cfg, OnGpu)
   assert use and os.environ["XLA_FLAGS"] == devices.GPU_XLA_FLAGS
-  assert why == f"auto: a GPU is present; XLA_FLAGS={devices.GPU_XLA_FLAGS} (the project's; set XLA_FLAGS to choose others)"
+  assert why == (f"auto: a GPU is present; XLA_FLAGS={devices.GPU_XLA_FLAGS} (the project's; set XLA_FLAGS to "
+                 "choose others)")
   monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=0")
   use, why = devices.xla_choice(cfg, OnGpu)
   assert use and os.environ["XLA_FLAGS"] == "--xla_gpu_autotune_level=0" and "as set" in why

@@ -148,8 +148,8 @@ def test_a_cached_trainer_runs_another_grid_point_like_a_new_trainer_with_consta
                                                                                              monkeypatch):
   """An experiment's runs share trainers (``TrainerCache``): a run with another peak LR, length and seed on the
   kept trainer traces and compiles nothing new, and ends with the weights and dev results of a new trainer whose
-  schedule holds its peak and length as constants (the optimizer as it was before schedules became settable),
-  bit for bit. A run of another shape gets a trainer of its own."""
+  schedule holds its peak and length as constants (``settable_schedule`` false), bit for bit. A run of another
+  shape gets a trainer of its own."""
   from electra_tf import optimization
   from electra_tf.finetuning import run as run_lib, trainer_cache
   from electra_tf.runtime import loop, runner as runner_lib

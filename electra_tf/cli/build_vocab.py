@@ -38,7 +38,7 @@ def parse_args(argv=None):
                  default=None)
   p.add_argument("--learner", choices=vocab_learning.LEARNERS, default=vocab_learning.DEFAULT_LEARNER,
                  help="WordPiece learner: hf (Hugging Face tokenizers, fast; default) or tf-text "
-                 "(tensorflow-text's, the one before; slow)")
+                 "(tensorflow-text's learner; slow)")
   p.add_argument("--max-unique-chars", type=int, default=vocab_learning.MAX_UNIQUE_CHARS,
                  help="WordPiece: at most this many characters (the most frequent) become pieces; a word "
                  "with another one tokenizes to [UNK]")
@@ -72,11 +72,11 @@ def _run(args):
     if args.sentencepiece:
       prefix = args.output[:-len(".model")] if args.output.endswith(".model") else args.output
       path = vocab_learning.learn_sentencepiece_model(docs, prefix, args.vocab_size, args.do_lower_case,
-                                             args.sentencepiece_model_type, args.max_sentences)
+                                                      args.sentencepiece_model_type, args.max_sentences)
     else:
       n = vocab_learning.learn_wordpiece_vocab(docs, args.output, args.vocab_size, args.do_lower_case,
-                                      args.strip_accents, args.max_sentences, args.learner,
-                                      args.max_unique_chars, args.progress)
+                                               args.strip_accents, args.max_sentences, args.learner,
+                                               args.max_unique_chars, args.progress)
       path = f"{args.output} ({n} tokens)"
   finally:
     # Said whether or not the learning went through: an all-binary corpus fails with "no text".

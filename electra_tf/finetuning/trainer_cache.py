@@ -17,9 +17,9 @@ class TrainerCache:
   otherwise trace and compile the same steps for each. With a cache, a run whose trainer would be built like a
   kept one (the same config but for the fields marked ``per_run`` in ``configs.FinetuningConfig``: its seed,
   init weights, peak LR and length, where data and outputs are; heads of the same tasks and sizes) takes that
-  one, with its config, ``reset`` to its seed: the weights, optimizer state, dropout masks and data order of a new trainer,
-  its own peak LR and length (``Trainer.set_schedule``), the same results bit for bit. Keeps the ``size`` most
-  recently used.
+  one, with its config, ``reset`` to its seed: the weights, optimizer state, dropout masks and data order of a
+  new trainer, its own peak LR and length (``Trainer.set_schedule``), the same results bit for bit. Keeps the
+  ``size`` most recently used.
   """
 
   def __init__(self, size: int = 4):

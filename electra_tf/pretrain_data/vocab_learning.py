@@ -20,8 +20,8 @@ from electra_tf import fileio, runtime, tokenization
 from electra_tf.pretrain_data.corpus import DataPrepError
 
 # "hf": Hugging Face's Rust WordPiece trainer on word counts, deterministic, minutes per GB. "tf-text":
-# tensorflow-text's bert_vocab learner (the only one before the Hugging Face learner), kept for continuity with vocabs
-# learnt before: pure Python, far slower (both timed in benchmarks/README.md, "Vocabulary learning").
+# tensorflow-text's bert_vocab learner, for vocabs that must match one it learnt: pure Python, far slower (both
+# timed in benchmarks/README.md, "Vocabulary learning").
 LEARNERS = ("hf", "tf-text")
 DEFAULT_LEARNER = "hf"
 # At most this many characters become pieces (the most frequent; a word with another one tokenizes to
@@ -198,7 +198,7 @@ def learn_wordpiece_vocab(documents, output_file, vocab_size=30522, do_lower_cas
     vocab_size: the most entries, the 104 reserved ones included (a small corpus may give fewer).
     do_lower_case, strip_accents: as for the tokenizer that will use the vocab.
     max_sentences: learn from the first N sentences only; None (default): all of them.
-    learner: "hf" (default: Hugging Face's Rust trainer) or "tf-text" (tensorflow-text's, the one before it).
+    learner: "hf" (default: Hugging Face's Rust trainer) or "tf-text" (tensorflow-text's learner).
     max_unique_chars: at most this many characters become pieces.
     progress: a sentences/s bar on stderr while reading.
   """

@@ -12,7 +12,8 @@ Definitions follow ``metric_fn`` in the reference's ``run_pretraining.py`` (tf.m
   (about 0.63 on the sample data); ``disc_auc_real`` reads 0.5 for it.
 - disc_accuracy / disc_precision / disc_recall: over real tokens; precision among predicted-replaced,
   recall among actually replaced.
-Results go to ``<model_dir>/results/unsup_results.{txt,json,pkl}`` (written atomically).
+``evaluate_heldout`` runs them on the held-out batches through the job's runner; results go to
+``<model_dir>/results/unsup_results.{txt,json,pkl}`` (written atomically).
 """
 
 import json

@@ -23,6 +23,7 @@ from electra_tf.pretraining import evaluation, init_checkpoint, masking, objecti
 from electra_tf.pretraining.collapse import CollapseGuard
 from electra_tf.runtime import runner as runner_lib, step as train_step
 
+
 @dataclasses.dataclass
 class LoopResult:
   """What ``train`` returns: the final step, why it stopped, and the last loop's logged values."""

@@ -72,7 +72,7 @@ def xla_choice(cfg: RuntimeConfig, strategy: tf.distribute.Strategy) -> typing.T
   else:
     use, why = bool(cfg.use_xla), f"use_xla {str(cfg.use_xla).lower()}"
   if use and gpu:
-    set_default_xla_flags()  # the command lines set them before TensorFlow starts; a library caller here
+    set_default_xla_flags()  # the commands set them before TensorFlow starts; library callers get them here
     flags = os.environ["XLA_FLAGS"]
     why += (f"; XLA_FLAGS={flags} (the project's; set XLA_FLAGS to choose others)" if flags == GPU_XLA_FLAGS
             else f"; XLA_FLAGS as set: {flags}")
