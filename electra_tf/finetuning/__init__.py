@@ -7,18 +7,9 @@ The names below are imported on first use, so reading and checking a user's file
 TensorFlow.
 """
 
-import importlib
+from electra_tf.lazy_exports import lazy_exports
 
 _MODULE_OF = {"DataError": "base", "FinetuningRun": "run", "run_finetuning": "run", "GLUE_TASKS": "tasks",
               "TASK_NAMES": "tasks", "get_task": "tasks", "get_tasks": "tasks"}
 __all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name):
-  if name in _MODULE_OF:
-    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-  return sorted(set(globals()) | set(_MODULE_OF))
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF)

@@ -28,8 +28,9 @@ imported on first use: the jobs that need no TensorFlow (building data from loca
 ``atomic_files`` without it.
 """
 
-import importlib
 import os
+
+from electra_tf.lazy_exports import lazy_exports
 
 # XLA flags the project sets for its own process, unless the user set XLA_FLAGS: XLA's Triton GEMM autotuner
 # made a bfloat16 step's first compilation on an H200 take minutes (benchmarks/README.md, "On a GPU"). They
@@ -56,13 +57,4 @@ _MODULE_OF = {
     "LazySummaryWriter": "summaries", "write_scalars": "summaries",
 }
 __all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name):
-  if name in _MODULE_OF:
-    return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-  return sorted(set(globals()) | set(_MODULE_OF))
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF)
