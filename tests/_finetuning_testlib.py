@@ -23,6 +23,18 @@ def write(path, text):
   return path
 
 
+def rt_polarity_as_sst(root, data_dir, n_train, n_dev=None):
+  """``root/finetuning_data/sst`` with the real rt_polarity sentences of the test data: the header and the first
+  ``n_train`` training and ``n_dev`` dev rows (None: every row). Returns root."""
+  src = pathlib.Path(data_dir) / "glue-style" / "rt_polarity"
+  for split, n in (("train", n_train), ("dev", n_dev)):
+    text = (src / f"{split}.tsv").read_text(encoding="utf-8")
+    if n is not None:
+      text = "\n".join(text.split("\n")[:n + 1]) + "\n"
+    write(pathlib.Path(root) / "finetuning_data" / "sst" / f"{split}.tsv", text)
+  return pathlib.Path(root)
+
+
 def tsv(rows):
   return "".join("\t".join(str(c) for c in row) + "\n" for row in rows)
 

@@ -15,22 +15,12 @@ import sys
 import numpy as np
 import pytest
 
-from tests._finetuning_testlib import write
+from tests._finetuning_testlib import rt_polarity_as_sst
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_finetuning_dist_worker.py")
 # Checkpoints every 5 steps (the resume state every worker must take part in), dev after the first epoch too.
 HPARAMS = json.dumps({"save_checkpoints_steps": 5, "eval_every_epoch": True, "keep_all_models": True})
-
-
-def _sst_root(root, data_dir):
-  """120 real rt_polarity training sentences and 64 dev sentences in the sst layout."""
-  src = data_dir / "glue-style" / "rt_polarity"
-  lines = (src / "train.tsv").read_text(encoding="utf-8").split("\n")
-  write(root / "finetuning_data/sst/train.tsv", "\n".join(lines[:121]) + "\n")
-  dev = (src / "dev.tsv").read_text(encoding="utf-8").split("\n")
-  write(root / "finetuning_data/sst/dev.tsv", "\n".join(dev[:65]) + "\n")
-  return root
 
 
 def _free_port():
@@ -66,7 +56,7 @@ def _files(models):
 
 @pytest.mark.slow
 def test_two_workers_fine_tune_like_one_process_and_only_the_chief_writes(tmp_path, data_dir, bert_vocab):
-  single_root, multi_root = _sst_root(tmp_path / "single", data_dir), _sst_root(tmp_path / "multi", data_dir)
+  single_root, multi_root = (rt_polarity_as_sst(tmp_path / name, data_dir, 120, 64) for name in ("single", "multi"))
   cluster = {"worker": [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]}
   outs = [tmp_path / f"out_{i}" for i in range(2)]
   workers = [_start("worker", multi_root, bert_vocab, outs[i], {"TF_CONFIG": json.dumps(

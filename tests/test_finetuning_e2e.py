@@ -5,7 +5,6 @@ import collections
 import json
 import os
 import pickle
-import shutil
 
 import numpy as np
 import pytest
@@ -14,18 +13,11 @@ from conftest import require_module
 from electra_tf.finetuning import run_finetuning
 from electra_tf.finetuning.run import FinetuningRun
 from electra_tf.finetuning.scorers import squad_v1_evaluate
-from tests._finetuning_testlib import glue_files, tiny_config, write
-
-
-def _sst_dir(tmp_path, data_dir, n_train):
-  src = data_dir / "glue-style" / "rt_polarity"
-  lines = (src / "train.tsv").read_text(encoding="utf-8").split("\n")
-  write(tmp_path / "finetuning_data/sst/train.tsv", "\n".join(lines[:n_train + 1]) + "\n")
-  shutil.copy(src / "dev.tsv", tmp_path / "finetuning_data/sst/dev.tsv")
+from tests._finetuning_testlib import glue_files, rt_polarity_as_sst, tiny_config, write
 
 
 def test_rt_polarity_beats_majority_and_reloads(tmp_path, data_dir, bert_vocab):
-  _sst_dir(tmp_path, data_dir, 3000)
+  rt_polarity_as_sst(tmp_path, data_dir, 3000)
   model = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)
   cfg = tiny_config(tmp_path, ["sst"], bert_vocab, max_seq_length=64, num_train_epochs=2.0, learning_rate=1e-3,
                     model_hparam_overrides=model, embedding_size=32, train_batch_size=32, eval_batch_size=32)
@@ -84,7 +76,7 @@ def test_tiny_pretrained_electra_fine_tuned_on_rt_polarity_beats_majority(tmp_pa
   # measured: disc_auc 0.55 -> 0.81 (seed 0)
   assert after["disc_auc"] > max(0.7, before["disc_auc"] + 0.15), (before, after)
 
-  _sst_dir(tmp_path, data_dir, 7530)
+  rt_polarity_as_sst(tmp_path, data_dir, 7530)
   ft = FinetuningConfig.create("pretrained", str(tmp_path), **shape, task_names=["sst"],
                                init_checkpoint=str(tmp_path / "models" / "pretrained"), train_batch_size=32,
                                eval_batch_size=32, num_train_epochs=1.0, learning_rate=1e-3)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import TINY_MODEL, require_module
+from tests._finetuning_testlib import rt_polarity_as_sst
 
 pytestmark = pytest.mark.slow
 
@@ -54,13 +55,10 @@ def corpus(tmp_path_factory, data_dir):
 
 
 def _finetuning_data(root, data_dir, n_train=240, n_dev=64):
-  src = data_dir / "glue-style" / "rt_polarity"
-  out = root / "finetuning_data" / "sst"
-  out.mkdir(parents=True)
-  for split, n in (("train", n_train), ("dev", n_dev)):
-    lines = (src / f"{split}.tsv").read_text(encoding="utf-8").split("\n")
-    (out / f"{split}.tsv").write_text("\n".join(lines[:n + 1]) + "\n", encoding="utf-8")
-  return [line.split("\t")[0] for line in lines[1:n_dev + 1]]
+  """The sst layout of the first rt_polarity rows; returns the dev sentences."""
+  rows = (rt_polarity_as_sst(root, data_dir, n_train, n_dev) / "finetuning_data/sst/dev.tsv").read_text(
+      encoding="utf-8").splitlines()[1:]
+  return [row.split("\t")[0] for row in rows]
 
 
 FRESH = """

@@ -16,21 +16,15 @@ import numpy as np
 import pytest
 
 import _pretraining_testlib as lib
-from tests._finetuning_testlib import tiny_config, write
+from tests._finetuning_testlib import rt_polarity_as_sst, tiny_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture(scope="module")
 def sst_root(tmp_path_factory, data_dir):
-  """200 real rt_polarity training sentences and the 1,000 dev sentences in the sst layout."""
-  root = tmp_path_factory.mktemp("sst")
-  src = data_dir / "glue-style" / "rt_polarity"
-  lines = (src / "train.tsv").read_text(encoding="utf-8").split("\n")
-  write(root / "finetuning_data/sst/train.tsv", "\n".join(lines[:201]) + "\n")
-  dev = (src / "dev.tsv").read_text(encoding="utf-8").split("\n")
-  write(root / "finetuning_data/sst/dev.tsv", "\n".join(dev[:65]) + "\n")
-  return root
+  """200 real rt_polarity training sentences and 64 dev sentences in the sst layout."""
+  return rt_polarity_as_sst(tmp_path_factory.mktemp("sst"), data_dir, 200, 64)
 
 
 def _config(root, vocab, name, **overrides):
