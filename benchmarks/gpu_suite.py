@@ -54,7 +54,7 @@ class Figure:
   part: str  # the table it goes to
   label: str  # what it is, in the progress lines and in a failed row
   argv: list  # after ``python``
-  parse: typing.Callable[[subprocess.CompletedProcess, str], list]  # (process, its --json path) -> rows
+  parse: typing.Callable[[subprocess.CompletedProcess], list]  # the finished process -> rows
 
 
 def gpus() -> list:
@@ -112,23 +112,20 @@ def _last_line(*texts: str) -> str:
   return "?"
 
 
-def _json_rows(proc, path):
+def _json_rows(path):
   with open(path) as f:
     return json.load(f)["rows"]
 
 
-def _json_lines(proc, path):
-  del path
+def _json_lines(proc):
   return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def _pytest_summary(proc, path):
-  del path
+def _pytest_summary(proc):
   return [{"tests": " ".join(GPU_TESTS), "result": _last_line(proc.stdout).strip("= ")}]
 
 
-def _text(proc, path):
-  del path
+def _text(proc):
   return [{"text": proc.stdout.strip()}]
 
 
@@ -143,7 +140,7 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
     figures.append(Figure("pretrain", f"pre-training {size} {dtype} XLA {xla} {strategy}", [
         os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", "128",
         "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out],
-        lambda proc, _: _json_rows(proc, out)))
+        lambda proc: _json_rows(out)))
 
   if "pretrain" in parts:
     for dtype in dtypes:
@@ -190,7 +187,7 @@ def run_figures(figures: typing.List[Figure], budget: typing.Optional[float], fi
     proc = _run(fig.argv, timeout)
     print(f"{fig.label}: {_last_line(proc.stdout, proc.stderr)}", flush=True)
     try:  # the tests report failures with a non-zero status
-      found = fig.parse(proc, "") if proc.returncode == 0 or (fig.part == "tests" and proc.returncode != 124) else []
+      found = fig.parse(proc) if proc.returncode == 0 or (fig.part == "tests" and proc.returncode != 124) else []
     except (OSError, ValueError, KeyError):
       found = []
     error = _last_line(proc.stderr, proc.stdout)

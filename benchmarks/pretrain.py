@@ -198,9 +198,9 @@ def main(argv=None):
   peaks = {dt: matmul_peak_tflops(dt, 8192 if gpu else 2048) for dt in args.dtypes.split(",")}
   print("measured matmul peak (TFLOP/s): " + ", ".join(f"{k} {v:.3f}" for k, v in peaks.items()))
   rows = []
+  xla_settings = {"both": [True, False], "auto": [None]}.get(args.xla, [args.xla == "on"])
   for size in args.sizes.split(","):
     for dtype in args.dtypes.split(","):
-      xla_settings = {"both": [True, False], "auto": [None]}.get(args.xla, [args.xla == "on"])
       for xla, dropout in itertools.product(xla_settings,
                                             ["keyed", "philox"] if args.dropout == "both" else [args.dropout]):
         cfg = PretrainingConfig.create(f"bench_{size}", "/nonexistent", preset=size, train_batch_size=batch,
