@@ -117,15 +117,13 @@ def pretrain_case(name: str, work: str, arrays_dir) -> dict:
   cfg = PretrainingConfig.create(name, str(root), **hp)
   losses = []
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
-  original = t._log_loop  # pylint: disable=protected-access
 
-  def log_loop(*args, **kwargs):
-    values = original(*args, **kwargs)
+  def after_loop(step):  # each loop's logged values (a point after every loop here)
+    del step
+    values = t.runner.training_log.last
     losses.append([values[k] for k in sorted(values) if k.endswith("loss")])
-    return values
 
-  t._log_loop = log_loop  # pylint: disable=protected-access
-  t.train()
+  t.train(after_loop=after_loop)
   weights = [v.numpy() for v in t.variables]
   metrics = t.evaluate() if name == "plain" else {}
   if arrays_dir:

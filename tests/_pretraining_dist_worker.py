@@ -31,15 +31,13 @@ def main(mode, data_dir, model_name, weights_npz):
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
   assert t.num_replicas == (1 if mode == "single" else 2), t.num_replicas
   losses = []
-  log_loop = t._log_loop
 
-  def record(*args):
-    values = log_loop(*args)
+  def record(step):  # each loop's logged values (a point after every loop)
+    del step
+    values = t.runner.training_log.last
     losses.append([values["total_loss"], values["mlm_loss"], values["disc_loss"]])
-    return values
 
-  t._log_loop = record
-  t.train()
+  t.train(after_loop=record)
   np.savez(weights_npz, **{f"{i:03d} {v.name}": v.numpy() for i, v in enumerate(t.variables)})
   print(json.dumps({"losses": losses}))
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf import reporting
 from electra_tf.configs import FinetuningConfig, PretrainingConfig
 from electra_tf.finetuning.run import FinetuningData, FinetuningRun
 from electra_tf.finetuning.tasks import get_tasks
@@ -58,7 +59,7 @@ def _sst_files(root, n):
   write(root / "finetuning_data/sst/dev.tsv", tsv(rows[:5]))
 
 
-def _train(tmp_path, bert_vocab, tokenizer, **hparams):
+def _train(tmp_path, bert_vocab, tokenizer, log_dir=None, **hparams):
   cfg = tiny_config(tmp_path, ["sst"], bert_vocab, train_batch_size=2, num_train_epochs=2.0, **hparams)
   tasks = get_tasks(cfg, tokenizer)
   arrays = FinetuningData(cfg, tasks).train_arrays()
@@ -76,7 +77,7 @@ def _train(tmp_path, bert_vocab, tokenizer, **hparams):
   trainer.runner._loop = counting_loop  # pylint: disable=protected-access
   epochs = []
   trainer.train(arrays, steps, per_epoch, on_epoch_end=epochs.append, progress=False,
-                on_checkpoint=checkpoints.append)
+                on_checkpoint=checkpoints.append, log_dir=log_dir)
   weights = {n: v.numpy() for n, v in trainer.model.reference_variables().items()}
   return steps, per_epoch, calls, checkpoints, epochs, weights
 
@@ -84,10 +85,16 @@ def _train(tmp_path, bert_vocab, tokenizer, **hparams):
 def test_iterations_per_loop_runs_steps_per_call_with_the_same_result(tmp_path, bert_vocab):
   tokenizer = load_tokenizer(bert_vocab, True)
   _sst_files(tmp_path, 14)  # 7 steps per epoch at batch 2, 14 in all
-  steps, per_epoch, calls, checkpoints, epochs, one = _train(tmp_path, bert_vocab, tokenizer,
+  steps, per_epoch, calls, checkpoints, epochs, one = _train(tmp_path, bert_vocab, tokenizer, str(tmp_path / "tb"),
                                                              iterations_per_loop=1, save_checkpoints_steps=4)
   assert (steps, per_epoch) == (14, 7)
   assert calls == [1] * 14 and checkpoints == [4, 8, 12] and epochs == [1]
+  # TensorBoard: the training log's points (every epoch here: fewer than 25 steps each)
+  scalars = reporting.read_scalars(str(tmp_path / "tb"))
+  assert {"train/loss", "train/grad_norm", "train/learning_rate", "train/examples_per_sec",
+          "train/tokens_per_sec"} <= set(scalars)
+  assert [s for s, _ in scalars["train/loss"]] == [7, 14]
+  assert all(np.isfinite(v) and v > 0 for _, v in scalars["train/loss"])
   _, _, calls, checkpoints, epochs, many = _train(tmp_path, bert_vocab, tokenizer, iterations_per_loop=5,
                                                   save_checkpoints_steps=4)
   # Calls end at checkpoints (4, 8, 12) and at the epoch's end (7); the host acts at each of them.

@@ -325,9 +325,8 @@ def test_xla_matches_the_uncompiled_run(wiki_dir):
   for xla in (False, True):
     t = _trainer(_config(wiki_dir, f"xla_{xla}", num_train_steps=2, iterations_per_loop=1, use_xla=xla))
     assert t.per_example_dropout
-    logs, log_loop = [], t._log_loop  # pylint: disable=protected-access
-    t._log_loop = lambda *args: logs.append(log_loop(*args)) or logs[-1]  # pylint: disable=protected-access
-    t.train()
+    logs = []
+    t.train(after_loop=lambda step: logs.append(t.runner.training_log.last))  # each loop's logged values
     assert getattr(t.replica_step._single_fn, "_jit_compile", None) is (True if xla else None)  # pylint: disable=protected-access
     runs[xla] = (logs, _weights(t))
   (plain_logs, plain_w), (xla_logs, xla_w) = runs[False], runs[True]

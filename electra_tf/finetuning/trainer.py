@@ -9,47 +9,17 @@ pre-training.
 """
 
 import functools
-import time
 import typing
 
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import runtime
 from electra_tf.errors import FinetuningError, HParamError
 from electra_tf.finetuning.inputs import make_dataset
 from electra_tf.finetuning.model import FinetuningModel
 from electra_tf.runtime import runner as runner_lib
 
 _say = functools.partial(print, flush=True)
-
-
-class _LossLog:
-  """A trial's loss after each compiled call: TensorBoard points (the mean since the last point, and the
-  learning rate of the last step), the progress bar, and the mean loss of the last epoch."""
-
-  def __init__(self, runner):
-    self.runner = runner
-    self.window, self.epoch = [0.0, 0], [0.0, 0]  # (summed loss, steps)
-    self.last_epoch_loss, self.steps = 0.0, 0
-
-  def add(self, report):
-    loss = float(report.totals["loss"])
-    for sums in (self.window, self.epoch):
-      sums[0] += loss
-      sums[1] += report.done
-    self.steps += report.done
-    self.runner.postfix(loss=f"{loss / max(report.done, 1):.4f}")
-
-  def write(self, report):
-    values = {"loss": self.window[0] / max(self.window[1], 1),
-              "learning_rate": float(self.runner.schedule(report.step - 1))}
-    runtime.write_scalars(self.runner.writer, report.step, values, "train/")
-    self.window = [0.0, 0]
-
-  def end_epoch(self, report):
-    self.last_epoch_loss = self.epoch[0] / max(self.epoch[1], 1)
-    self.epoch = [0.0, 0]
 
 
 class Trainer(runner_lib.Task):
@@ -146,7 +116,8 @@ class Trainer(runner_lib.Task):
     ``resume_dir``: where the trial's resumable checkpoint (weights, optimizer, step, input position) is
     written every ``save_checkpoints_steps`` steps and on SIGTERM / SIGINT, and restored from if present.
     ``should_stop()``: asked after each ``on_epoch_end``; true ends training there (early stopping).
-    Returns {"global_step", "loss" (mean of the last epoch), "examples_per_second", "status"} with status
+    Returns {"global_step", "loss" (mean of the last logged steps: at most 25, within the last epoch),
+    "examples_per_second", "status"} with status
     "finished", or "interrupted" (a stop signal: the checkpoint is saved, a line naming ``where`` says so).
     """
     cfg, runner = self.config, self.runner
@@ -155,19 +126,17 @@ class Trainer(runner_lib.Task):
     iterator, ckpt = iter(batches(0)), None
     if resume_dir:  # a trial checkpoint is always written with its input position
       iterator, ckpt, _ = runner.resume(resume_dir, batches, max_to_keep=1, replay=False)
-    losses = _LossLog(runner)
     evaluate = None
     if on_epoch_end is not None:
       evaluate = lambda step: {f"dev/{task}/": v for task, v in (on_epoch_end(step // steps_per_epoch) or {}).items()}
-    log_hooks = [runner_lib.Hook(losses.add), runner_lib.Hook(losses.write, every=max(1, min(25, steps_per_epoch))),
-                 runner_lib.Hook(losses.end_epoch, every=steps_per_epoch)]
-    start = time.time()
-    status = runner.fit(iterator, total_steps, ckpt, log_hooks, save_every=cfg.save_checkpoints_steps, save_final=False,
+    values = lambda totals, steps: {"loss": float(totals["loss"]) / steps, "grad_norm": float(totals["grad_norm"]) / steps}
+    logging = runner_lib.Logging(values, cfg.train_batch_size, cfg.max_seq_length, total_steps,
+                                 every=max(1, min(25, steps_per_epoch)), prefix="train/")
+    result = runner.fit(iterator, total_steps, logging, ckpt, save_every=cfg.save_checkpoints_steps, save_final=False,
                         on_save=on_checkpoint, evaluate=evaluate, eval_every=steps_per_epoch, should_stop=should_stop,
                         logdir=log_dir, progress=progress, desc="fine-tuning", leave=False, where=where)
-    elapsed = max(time.time() - start, 1e-9)
-    return {"global_step": int(self.step_var.numpy()), "loss": losses.last_epoch_loss,
-            "status": status, "examples_per_second": losses.steps * cfg.train_batch_size / elapsed}
+    return {"global_step": result.step, "loss": result.last_log.get("loss", float("nan")), "status": result.status,
+            "examples_per_second": result.steps * cfg.train_batch_size / max(result.seconds, 1e-9)}
 
   # ---- prediction ---------------------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ the loop) and reports once the state has held for ``window_steps`` steps after `
 import dataclasses
 import typing
 
+from electra_tf.errors import PretrainingError
+
 RECALL_MAX = 0.05
 AUC_REAL_MAX = 0.6
 
@@ -33,11 +35,11 @@ class CollapseGuard:
   reported: bool = False
 
   @classmethod
-  def for_run(cls, num_train_steps: int, num_warmup_steps: int) -> "CollapseGuard":
+  def for_run(cls, num_train_steps: int, num_warmup_steps: int, first_step: int = 0) -> "CollapseGuard":
     """Judged from the end of warmup (at least a tenth of the run); the state must last a tenth of the run,
-    at least 50 and at most 1,000 steps."""
+    at least 50 and at most 1,000 steps. ``first_step``: where a resumed run starts its first window."""
     start = max(num_warmup_steps, num_train_steps // 10)
-    return cls(start_step=start, window_steps=min(1000, max(50, num_train_steps // 10)))
+    return cls(start_step=start, window_steps=min(1000, max(50, num_train_steps // 10)), _last_step=first_step)
 
   def update(self, step: int, values: typing.Mapping[str, float]) -> typing.Optional[str]:
     """Takes the window that ended at ``step``; returns the warning the first time collapse is seen."""
@@ -63,6 +65,12 @@ class CollapseGuard:
             '{"short_run_recipe": true} (on with --model-size tiny) or a lower learning_rate, a longer '
             "num_warmup_steps and adam_bias_correction true; see docs/short_runs.md")
 
-  def resume_at(self, step: int):
-    """A resumed run starts its first window at ``step``."""
-    self._last_step = step
+  def check(self, step: int, values: typing.Mapping[str, float], stop: bool,
+            latest: typing.Optional[str]) -> typing.Optional[str]:
+    """``update``, as the run acts on it: with ``stop`` (``stop_on_collapse``) a collapse raises
+    ``PretrainingError`` naming the last checkpoint ``latest``; else the warning line, or None."""
+    collapse = self.update(step, values)
+    if collapse and stop:
+      raise PretrainingError(f"stopped at step {step} (stop_on_collapse): {collapse}; the last checkpoint is "
+                             f"{latest or 'none'}")
+    return f"warning: {collapse}" if collapse else None

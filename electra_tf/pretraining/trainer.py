@@ -8,11 +8,9 @@ precision, loss scaling, the optimizer, dropout seeds, checkpoints, summaries, p
 stop are the runner's, shared with fine-tuning.
 """
 
-import dataclasses
 import os
 import typing
 
-import numpy as np
 import tensorflow as tf
 
 from electra_tf import runtime
@@ -22,14 +20,6 @@ from electra_tf.pretraining import inputs
 from electra_tf.pretraining import evaluation, init_checkpoint, masking, objective
 from electra_tf.pretraining.collapse import CollapseGuard
 from electra_tf.runtime import runner as runner_lib, step as train_step
-
-
-@dataclasses.dataclass
-class LoopResult:
-  """What ``train`` returns: the final step, why it stopped, and the last loop's logged values."""
-  step: int
-  status: str  # "finished", "interrupted"
-  last_log: dict
 
 
 class Trainer(runner_lib.Task):
@@ -103,7 +93,7 @@ class Trainer(runner_lib.Task):
 
   # -- training --------------------------------------------------------------------------------------------
 
-  def train(self, max_steps: typing.Optional[int] = None, after_loop=None) -> LoopResult:
+  def train(self, max_steps: typing.Optional[int] = None, after_loop=None) -> runner_lib.FitResult:
     """Trains to ``num_train_steps`` (or to ``max_steps`` total steps), resuming if possible.
 
     ``after_loop(step)``: called after every compiled loop (tests use it to deliver a signal mid-run)."""
@@ -117,46 +107,24 @@ class Trainer(runner_lib.Task):
     elif cfg.init_checkpoint:
       self.init_from_checkpoint(cfg.init_checkpoint)
     runner.say(pretraining_summary(cfg))
-    guard = CollapseGuard.for_run(cfg.num_train_steps, cfg.num_warmup_steps)
-    guard.resume_at(int(self.step_var.numpy()))
-    last_log = {}
-
-    def log(report):
-      last_log.clear()
-      last_log.update(self._log_loop(report))
+    guard = CollapseGuard.for_run(cfg.num_train_steps, cfg.num_warmup_steps, int(self.step_var.numpy()))
 
     def check_collapse(report):
-      collapse = guard.update(report.step, last_log)
-      if collapse and cfg.stop_on_collapse:
-        raise PretrainingError(f"stopped at step {report.step} (stop_on_collapse): {collapse}; the last checkpoint "
-                               f"is {ckpt.latest or 'none'}")
-      if collapse:
-        runner.say(f"warning: {collapse}")
+      warning = guard.check(report.step, runner.training_log.last, cfg.stop_on_collapse, ckpt.latest)
+      if warning:
+        runner.say(warning)
 
     hooks = [runner_lib.Hook(check_collapse)] + ([runner_lib.Hook(lambda r: after_loop(r.step))] if after_loop else [])
+    values = lambda totals, steps: objective.train_log_values(totals, steps, self.model)
+    logging = runner_lib.Logging(values, cfg.train_batch_size, cfg.max_seq_length, cfg.num_train_steps,
+                                 rate="sequences_per_sec", lines=True)
     try:
-      status = runner.fit(iterator, target, ckpt, [runner_lib.Hook(log)], hooks, save_every=cfg.save_checkpoints_steps,
-                          evaluate=lambda step: {"eval/": self.evaluate(step=step)}, eval_every=cfg.eval_every_steps,
-                          intervals=[cfg.log_every_steps], logdir=os.path.join(cfg.model_dir, "train"),
-                          desc="pre-training")
+      return runner.fit(iterator, target, logging, ckpt, hooks, save_every=cfg.save_checkpoints_steps,
+                        evaluate=lambda step: {"eval/": self.evaluate(step=step)}, eval_every=cfg.eval_every_steps,
+                        intervals=[cfg.log_every_steps], logdir=os.path.join(cfg.model_dir, "train"),
+                        desc="pre-training")
     except tf.errors.DataLossError as e:
       raise inputs.data_loss_error(cfg, e, ckpt.latest) from None
-    return LoopResult(int(self.step_var.numpy()), status, dict(last_log))
-
-  def _log_loop(self, report) -> dict:
-    values = objective.train_log_values({k: v.astype(np.float64) for k, v in report.totals.items()}, report.done,
-                                        self.model)
-    values["learning_rate"] = float(self.schedule(report.step - 1)) if callable(self.schedule) else float("nan")
-    seqs = report.done * self.cfg.train_batch_size / report.elapsed
-    values["sequences_per_sec"] = seqs
-    values["tokens_per_sec"] = seqs * self.cfg.max_seq_length
-    runtime.write_scalars(self.runner.writer, report.step, values)
-    if self.loss_scale is not None:
-      values["loss_scale"] = float(self.loss_scale.scale.numpy())
-    eta = (self.cfg.num_train_steps - report.step) * report.elapsed / report.done
-    self.runner.postfix(loss=f"{values['total_loss']:.3f}", seq_s=f"{seqs:.1f}")
-    self.runner.say(runtime.log_line(report.step, self.cfg.num_train_steps, values, eta))
-    return values
 
   # -- evaluation ------------------------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@ The training lifecycle (docs/architecture.md):
   evaluation schedule and the NaN stop.
 - ``step``: ``ReplicaStep``, one optimizer step on every replica (accumulation, clipping, loss scale).
 - ``loop``: the compiled training and evaluation loops (``iterations_per_loop`` steps per call).
+- ``training_log``: what a run logs (metrics, learning rate, throughput, ETA) to TensorBoard, the progress
+  bar and the log lines.
 - ``controller``: the host loop around the compiled loop: interval hooks, stop signals, the NaN line.
 - ``checkpointing``: checkpoints that hold the input position (constant-time resume), chief and worker
   directories, the damaged-checkpoint fallback.

@@ -4,7 +4,7 @@ A task supplies what is its own: the model (built through ``Runner.build``), the
 model's checkpoint objects, the objective ``step.ReplicaStep`` differentiates (``prepare``, ``forward``,
 ``zeros``) and the values the compiled loop sums (``value_shapes``); and, as functions it hands to ``fit``,
 its input stream, its evaluation (a replica function the shared evaluator runs, and the aggregation of the
-batches' outputs) and its log hooks.
+batches' outputs), its metrics from the summed values (``training_log.Logging``) and its own hooks.
 
 The runner owns the rest, one policy for both jobs:
 
@@ -21,7 +21,8 @@ The runner owns the rest, one policy for both jobs:
   input position; the chief writes the job's directory, every other worker a throw-away directory of its own
   (``checkpointing.worker_dir``); one restore path, which passes over an unreadable newest checkpoint for an
   earlier one and says in one line why a checkpoint does not fit.
-- **The host loop** (``fit``): TensorBoard (the chief's only), the progress bar, the checkpoint and
+- **The host loop** (``fit``): the training log (the task's metrics with the learning rate, throughput and
+  ETA in TensorBoard, the chief's only, and log lines: ``training_log``), the progress bar, the checkpoint and
   evaluation schedules, early stopping, SIGTERM / SIGINT and the NaN line (``controller.Controller``).
 - **Evaluation** (``evaluate``, ``predict``): a local iterator of global batches, each replica its rows,
   outputs summed or gathered so that every worker computes what one device would (``loop.compile_eval``).
@@ -29,6 +30,7 @@ The runner owns the rest, one policy for both jobs:
   ``log_fn``.
 """
 
+import time
 import typing
 
 import keras
@@ -41,6 +43,7 @@ from electra_tf.errors import ElectraError, HParamError
 from electra_tf.optimization import create_optimizer
 from electra_tf.runtime import checkpointing, controller, loop, step as train_step
 from electra_tf.runtime.loss_scale import DynamicLossScale
+from electra_tf.runtime.training_log import FitResult, Logging, TrainingLog
 
 NAN_ADVICE = "lower learning_rate, or use bfloat16 instead of float16"
 Hook = controller.Hook
@@ -111,7 +114,7 @@ class Runner:
       self.seed_var = tf.Variable(seed, dtype=tf.int64, trainable=False, name="dropout_seed")
     self.optimizer = self.schedule = self.replica_step = self._loop = None
     self._eval_steps = {}
-    self.writer = self.bar = self.stop_signal = None
+    self.writer = self.bar = self.stop_signal = self.training_log = None
 
   # -- building ----------------------------------------------------------------------------------------------
 
@@ -203,20 +206,22 @@ class Runner:
     if self.bar is not None:
       self.bar.set_postfix(**values)
 
-  def fit(self, iterator, target: int, ckpt: typing.Optional[checkpointing.Checkpointer] = None,
-          log_hooks: typing.Sequence[Hook] = (), hooks: typing.Sequence[Hook] = (), *, save_every: int = 0,
-          save_final: bool = True, on_save: typing.Optional[typing.Callable[[int], typing.Any]] = None,
+  def fit(self, iterator, target: int, logging: Logging, ckpt: typing.Optional[checkpointing.Checkpointer] = None,
+          hooks: typing.Sequence[Hook] = (), *, save_every: int = 0, save_final: bool = True,
+          on_save: typing.Optional[typing.Callable[[int], typing.Any]] = None,
           evaluate: typing.Optional[typing.Callable[[int], dict]] = None, eval_every: int = 0,
           should_stop: typing.Optional[typing.Callable[[], bool]] = None, intervals: typing.Sequence[int] = (),
           logdir: typing.Optional[str] = None, progress: typing.Optional[bool] = None, desc: str = "training",
-          leave: bool = True, where: str = "") -> str:
-    """Trains from the optimizer's step to ``target`` on ``iterator`` (global batches); returns "finished" or
-    "interrupted" (a stop signal: the checkpoint is saved and a line says so, naming ``where``).
+          leave: bool = True, where: str = "") -> FitResult:
+    """Trains from the optimizer's step to ``target`` on ``iterator`` (global batches); the result's status
+    is "finished" or "interrupted" (a stop signal: the checkpoint is saved and a line says so, naming
+    ``where``).
 
-    After each compiled loop, in order: the progress bar, ``log_hooks``; every ``save_every`` steps (and at
-    the end, with ``save_final``) a checkpoint in ``ckpt`` and ``on_save(step)``; ``hooks``; every
-    ``eval_every`` steps before the end ``evaluate(step)`` -> {TensorBoard prefix: scalars}, then
-    ``should_stop()``, true ending training there. ``intervals``: further steps at which loops end.
+    After each compiled loop, in order: the progress bar; the training log's point when one is due
+    (``logging``, ``training_log``); every ``save_every`` steps (and at the end, with ``save_final``) a
+    checkpoint in ``ckpt`` and ``on_save(step)``; ``hooks``; every ``eval_every`` steps before the end
+    ``evaluate(step)`` -> {TensorBoard prefix: scalars}, then ``should_stop()``, true ending training there.
+    ``intervals``: further steps at which loops end.
     """
     self.writer = runtime.LazySummaryWriter(logdir) if logdir and self.chief else None
     show = self.progress if progress is None else progress
@@ -250,7 +255,8 @@ class Runner:
 
     if not self._compiled_once:
       self.say(f"XLA {'on' if self.use_xla else 'off'} ({self.xla_reason})")
-    every = [Hook(advance), *log_hooks]
+    log = self.training_log = TrainingLog(logging, self)
+    every = [Hook(advance), Hook(log.add), Hook(log.point, every=logging.every)]
     if save_every and (ckpt is not None or on_save is not None):
       every.append(Hook(checkpoint, every=save_every, final=save_final))
     every.extend(hooks)
@@ -261,8 +267,11 @@ class Runner:
         saved_at=ckpt.saved_at if ckpt is not None else (lambda step: False),
         latest=lambda: ckpt.latest if ckpt is not None else None, error_type=self.task.error_type,
         nan_advice=NAN_ADVICE, intervals=intervals)
+    start, first = time.perf_counter(), int(self.step_var.numpy())
     try:
-      return host.run(iterator, target, log_fn=self.say, where=where)
+      status = host.run(iterator, target, log_fn=self.say, where=where)
+      step = int(self.step_var.numpy())
+      return FitResult(step, status, log.last, step - first, time.perf_counter() - start)
     finally:
       self.stop_signal = host.stop_signal
       if self.bar is not None:
