@@ -46,6 +46,8 @@ import subprocess
 import sys
 import typing
 
+import _forked_commands
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PY = sys.executable
 BUILD_VOCAB = str(REPO / "data_prep" / "build_vocab.py")
@@ -75,11 +77,18 @@ class SetupError(RuntimeError):
   """A command that makes a good input failed: the case could not be set up."""
 
 
+# None: every command is a fresh ``python`` process (the tour). tests/test_bad_inputs.py sets a
+# ``_forked_commands.CommandServer``: each command then runs in a child forked from a process that imported
+# TensorFlow once.
+commands = None
+
+
 def run(argv, cwd, timeout=900) -> subprocess.CompletedProcess:
   """``python *argv`` in ``cwd`` with the checkout's package and TensorFlow's start-up logging quiet."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO))
-  return subprocess.run([PY, *map(str, argv)], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout,
-                        check=False)
+  if commands is not None:
+    return commands.run(argv, cwd, timeout)
+  return subprocess.run([PY, *map(str, argv)], cwd=cwd, capture_output=True, text=True,
+                        env=_forked_commands.environment(), timeout=timeout, check=False)
 
 
 def run_ok(argv, cwd):

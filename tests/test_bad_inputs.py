@@ -1,11 +1,25 @@
 """Every case of tests/bad_input_cases.py (the table scripts/bad_input_tour.py prints): the command exits with
 status 2, prints exactly one ``error:`` line containing the case's message and no traceback, and leaves
 nothing behind. Cases that need nothing run first; those on the shared test data next; those on a tiny
-pre-trained model (built once for this file, about a minute on 2 cores) are ``slow``."""
+pre-trained model (built once for this file) are ``slow``. The commands run in children forked from one
+process that imported TensorFlow once (``_forked_commands``); the first test shows that a fresh process does
+the same."""
 
 import pytest
 
+import _forked_commands
 import bad_input_cases as cases
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forked_commands():
+  server = _forked_commands.CommandServer()
+  cases.commands = server
+  try:
+    yield server
+  finally:
+    cases.commands = None
+    server.close()
 
 
 def _params(needs, *marks):
@@ -31,6 +45,27 @@ def inputs(tmp_path_factory):
       pytest.fail(f"the good inputs could not be set up: {made[needs]}")
     return made[needs]
   return get
+
+
+@pytest.mark.parametrize("name", ["missing_corpus", "wrongly_typed_hparam", "convert_random_bytes"])
+def test_a_forked_command_does_what_a_fresh_process_does(name, forked_commands, inputs, tmp_path):
+  """Exit status, the ``error:`` line, no traceback and nothing left behind, both ways (a data-prep script, the
+  fine-tuning script on its hparams, ``-m electra_tf.convert`` on a file)."""
+  case = cases.by_name(name)
+  outcomes, lines = [], []
+  for kind, server in (("fresh", None), ("forked", forked_commands)):
+    cases.commands = server
+    try:
+      root = tmp_path / kind
+      root.mkdir()
+      outcomes.append(cases.run_case(case, cases.Scene(root, inputs(cases.NOTHING))))
+      lines.append([line.replace(str(root), "$S") for line in outcomes[-1].error_lines])
+    finally:
+      cases.commands = forked_commands
+  fresh, forked = outcomes
+  assert not fresh.problems(case) and not forked.problems(case), fresh.report(case) + forked.report(case)
+  assert lines[0] == lines[1] and len(lines[0]) == 1
+  assert forked.returncode == fresh.returncode == 2 and forked.left_behind == fresh.left_behind == []
 
 
 def _check(case, scene):
