@@ -6,6 +6,10 @@ The input is a *local* iterator of global batches (a plain ``tf.data`` iterator,
 checkpointed: ``checkpointing.Checkpointer``). Inside the loop each replica takes its consecutive rows
 ``[r * b, (r + 1) * b)`` of the global batch, so every topology sees the examples one device would; in a
 multi-worker job every worker reads the same batches and keeps its replicas' rows.
+
+AutoGraph converts the loops' own Python control flow only: the step and the models are traced as written
+(``do_not_convert``): their control flow is TensorFlow's already (``tf.cond``, ``tf.while_loop``), and
+converting every function they call is most of a small model's tracing time.
 """
 
 import typing
@@ -49,6 +53,7 @@ def compile_loop(strategy: tf.distribute.Strategy, replica_step, value_shapes: t
   keys = list(value_shapes)
   step_var = replica_step.step_var
 
+  @tf.autograph.experimental.do_not_convert
   def one_step(features):
     values, norm = replica_step(features)
     return {**values, "grad_norm": norm}
@@ -91,9 +96,11 @@ def compile_eval(strategy: tf.distribute.Strategy, replica_fn, combine: str = "s
       return strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
     return strategy.gather(value, axis=0)
 
+  plain_fn = tf.autograph.experimental.do_not_convert(replica_fn)
+
   @tf.function
   def eval_step(iterator, batch_index):
-    per_replica = strategy.run(replica_fn, (replica_rows(strategy, next(iterator)), batch_index))
+    per_replica = strategy.run(plain_fn, (replica_rows(strategy, next(iterator)), batch_index))
     return tf.nest.map_structure(combined, per_replica)
 
   return eval_step

@@ -93,8 +93,9 @@ class ReplicaStep:
     self.accumulation, self.loss_scale, self.per_example_dropout = accumulation, loss_scale, per_example_dropout
     self.step_var = optimizer.iterations
     jit = xla_policy(strategy, use_xla)
-    self._grads_fn = tf.function(self._grads, jit_compile=True) if jit else self._grads
-    self._single_fn = tf.function(self._single_device_step, jit_compile=True) if jit else self._single_device_step
+    xla = lambda fn: tf.function(fn, jit_compile=True, autograph=False)
+    self._grads_fn = xla(self._grads) if jit else self._grads
+    self._single_fn = xla(self._single_device_step) if jit else self._single_device_step
 
   def __call__(self, features):
     ctx = tf.distribute.get_replica_context()
