@@ -29,7 +29,7 @@ def _report(step, loss_sum, done, elapsed):
 
 def test_a_point_over_several_loops_logs_their_means_rate_learning_rate_and_eta(tmp_path):
   runner = _Runner(tmp_path)
-  values = lambda totals, steps: {"loss": float(totals["loss"]) / steps, "grad_norm": float(totals["grad_norm"]) / steps}
+  values = lambda totals, steps: {k: float(totals[k]) / steps for k in ("loss", "grad_norm")}
   log = TrainingLog(Logging(values, batch_size=8, seq_length=16, total=100, prefix="train/", lines=True), runner)
   for report in (_report(4, 10.0, 4, 2.0), _report(10, 3.0, 6, 1.0)):  # two loops, then the point at step 10
     log.add(report)

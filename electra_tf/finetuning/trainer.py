@@ -129,7 +129,7 @@ class Trainer(runner_lib.Task):
     evaluate = None
     if on_epoch_end is not None:
       evaluate = lambda step: {f"dev/{task}/": v for task, v in (on_epoch_end(step // steps_per_epoch) or {}).items()}
-    values = lambda totals, steps: {"loss": float(totals["loss"]) / steps, "grad_norm": float(totals["grad_norm"]) / steps}
+    values = lambda totals, steps: {k: float(totals[k]) / steps for k in ("loss", "grad_norm")}
     logging = runner_lib.Logging(values, cfg.train_batch_size, cfg.max_seq_length, total_steps,
                                  every=max(1, min(25, steps_per_epoch)), prefix="train/")
     result = runner.fit(iterator, total_steps, logging, ckpt, save_every=cfg.save_checkpoints_steps, save_final=False,
