@@ -47,13 +47,17 @@ class CommandServer:
     self._dir = None
 
   def _start(self):
-    self._dir = tempfile.mkdtemp(prefix="forked_commands_")
-    self._proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment(),
-                                  cwd=self._dir)
+    self._dir = self._dir or tempfile.mkdtemp(prefix="forked_commands_")
+    with open(os.path.join(self._dir, "server.log"), "w", encoding="utf-8") as log:
+      self._proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=log, text=True, env=environment(),
+                                    cwd=self._dir)
     reply = self._proc.stdout.readline()
     if reply.strip() != "ready":
-      raise RuntimeError(f"the command server did not start: {reply!r}")
+      raise RuntimeError(f"the command server did not start: {self._server_log()}")
+
+  def _server_log(self) -> str:
+    return pathlib.Path(self._dir, "server.log").read_text(encoding="utf-8", errors="replace")[-3000:]
 
   def run(self, argv, cwd, timeout: float = 900) -> Completed:
     if self._proc is None or self._proc.poll() is not None:
@@ -65,7 +69,7 @@ class CommandServer:
     self._proc.stdin.flush()
     reply = self._proc.stdout.readline()
     if not reply:
-      raise RuntimeError("the command server ended")
+      raise RuntimeError(f"the command server ended: {self._server_log()}")
     returncode = json.loads(reply)["returncode"]
     if returncode is None:
       raise subprocess.TimeoutExpired([sys.executable, *argv], timeout)
@@ -78,7 +82,7 @@ class CommandServer:
       self._proc.wait(timeout=60)
       self._proc = None
     if self._dir is not None:
-      for name in ("stdout", "stderr"):
+      for name in ("stdout", "stderr", "server.log"):
         pathlib.Path(self._dir, name).unlink(missing_ok=True)
       os.rmdir(self._dir)
       self._dir = None
