@@ -30,6 +30,7 @@ The runner owns the rest, one policy for both jobs:
   ``log_fn``.
 """
 
+import dataclasses
 import time
 import typing
 
@@ -43,10 +44,21 @@ from electra_tf.errors import ElectraError, HParamError
 from electra_tf.optimization import create_optimizer
 from electra_tf.runtime import checkpointing, controller, loop, step as train_step
 from electra_tf.runtime.loss_scale import DynamicLossScale
-from electra_tf.runtime.training_log import FitResult, Logging, TrainingLog
+from electra_tf.runtime.training_log import Logging, TrainingLog
 
 NAN_ADVICE = "lower learning_rate, or use bfloat16 instead of float16"
 Hook = controller.Hook
+
+
+@dataclasses.dataclass
+class FitResult:
+  """What ``Runner.fit`` returns: the step reached, ``"finished"`` or ``"interrupted"``, the last logged values,
+  and the steps run and seconds spent in this call."""
+  step: int
+  status: str
+  last_log: dict
+  steps: int = 0
+  seconds: float = 0.0
 
 
 class Task:

@@ -3,8 +3,8 @@
 Every ``Logging.every`` steps (0: after every compiled loop) the values the compiled loop summed since the
 last point become the job's metrics (``Logging.values``), to which the runner adds the learning rate of the
 last step, the throughput and the ETA; they go to TensorBoard (the chief's writer) under ``Logging.prefix``,
-beside the progress bar, and with ``Logging.lines`` into one log line. The last point's values are the run's
-``FitResult.last_log``, with the float16 loss scale when there is one.
+beside the progress bar, and with ``Logging.lines`` into one log line. The last point's values
+(``TrainingLog.last``, with the float16 loss scale when there is one) are the run's ``runner.FitResult.last_log``.
 """
 
 import dataclasses
@@ -29,17 +29,6 @@ class Logging:
   prefix: str = ""
   rate: str = "examples_per_sec"
   lines: bool = False
-
-
-@dataclasses.dataclass
-class FitResult:
-  """What ``Runner.fit`` returns: the step reached, ``"finished"`` or ``"interrupted"``, the last logged values,
-  and the steps run and seconds spent in this call."""
-  step: int
-  status: str
-  last_log: dict
-  steps: int = 0
-  seconds: float = 0.0
 
 
 class TrainingLog:
