@@ -59,13 +59,14 @@ class CommandServer:
   def _server_log(self) -> str:
     return pathlib.Path(self._dir, "server.log").read_text(encoding="utf-8", errors="replace")[-3000:]
 
-  def run(self, argv, cwd, timeout: float = 900) -> Completed:
+  def run(self, argv, cwd, timeout: float = 900, env=None) -> Completed:
+    """``env``: variables the command sees besides (or instead of) the server's environment."""
     if self._proc is None or self._proc.poll() is not None:
       self._start()
     out, err = os.path.join(self._dir, "stdout"), os.path.join(self._dir, "stderr")
     argv = [str(a) for a in argv]
     self._proc.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "stdout": out, "stderr": err,
-                                       "timeout": timeout}) + "\n")
+                                       "timeout": timeout, "env": dict(env or {})}) + "\n")
     self._proc.stdin.flush()
     reply = self._proc.stdout.readline()
     if not reply:
@@ -110,6 +111,7 @@ def _child(request):
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
       os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
     os.chdir(request["cwd"])
+    os.environ.update(request["env"])
     import atexit  # pylint: disable=import-outside-toplevel
     import runpy  # pylint: disable=import-outside-toplevel
     import traceback  # pylint: disable=import-outside-toplevel

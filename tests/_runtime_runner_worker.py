@@ -1,9 +1,11 @@
 """Subprocess body of the training-runtime tests that need two logical CPU devices (set before TensorFlow
-starts): a short fine-tuning trial and a short pre-training run with XLA on.
+starts): a short fine-tuning trial or a short pre-training run with XLA on, first on one device, then on two
+replicas (one process: one TensorFlow start for both; only the second run makes a MirroredStrategy).
 
-  python _runtime_runner_worker.py JOB MODE ROOT VOCAB
-JOB: finetune | pretrain. MODE: single (one device) or mirrored (two replicas).
-Output (last stdout line): {"replicas": n, "xla": whether the step is compiled, "weights": npz path}.
+  python _runtime_runner_worker.py JOB ROOT VOCAB
+JOB: finetune | pretrain.
+Output (last stdout line): {mode: {"replicas": n, "xla": whether the step is compiled, "weights": npz path}}
+for the modes single and mirrored.
 """
 
 import json
@@ -33,7 +35,10 @@ def _finetune(mode, root, vocab):
       trainer_holder["t"] = self
 
   run_lib.Trainer = Recording
-  run.run()
+  try:
+    run.run()
+  finally:
+    run_lib.Trainer = original
   t = trainer_holder["t"]
   weights = {n: v.numpy() for n, v in t.model.reference_variables().items()}
   return run.strategy.num_replicas_in_sync, t.replica_step, weights
@@ -52,18 +57,20 @@ def _pretrain(mode, root, vocab):
   return t.num_replicas, t.replica_step, {str(i): v.numpy() for i, v in enumerate(t.variables)}
 
 
-def main(job, mode, root, vocab):
+def main(job, root, vocab):
   import numpy as np
   from conftest import use_two_logical_cpus
-  if mode == "mirrored":
-    use_two_logical_cpus()
-  replicas, replica_step, weights = (_finetune if job == "finetune" else _pretrain)(mode, root, vocab)
-  compiled = getattr(replica_step._grads_fn if replicas > 1 else replica_step._single_fn,  # pylint: disable=protected-access
-                     "_jit_compile", False)
-  path = os.path.join(root, f"weights_{job}_{mode}.npz")
-  np.savez(path, **weights)
-  print(json.dumps({"replicas": replicas, "xla": bool(compiled), "weights": path}))
+  use_two_logical_cpus()
+  out = {}
+  for mode in ("single", "mirrored"):
+    replicas, replica_step, weights = (_finetune if job == "finetune" else _pretrain)(mode, root, vocab)
+    compiled = getattr(replica_step._grads_fn if replicas > 1 else replica_step._single_fn,  # pylint: disable=protected-access
+                       "_jit_compile", False)
+    path = os.path.join(root, f"weights_{job}_{mode}.npz")
+    np.savez(path, **weights)
+    out[mode] = {"replicas": replicas, "xla": bool(compiled), "weights": path}
+  print(json.dumps(out))
 
 
 if __name__ == "__main__":
-  main(*sys.argv[1:5])
+  main(*sys.argv[1:4])

@@ -176,6 +176,19 @@ def full_float32_matmuls():
 
 
 @pytest.fixture(scope="session")
+def command_server():
+  """The checkout's commands, each in a child forked from one process of this worker that imported TensorFlow
+  and the package once (``_forked_commands.CommandServer``): ``command_server.run(argv, cwd)`` in place of
+  ``subprocess.run([python, *argv], cwd=cwd, capture_output=True, text=True)``."""
+  import _forked_commands  # pylint: disable=import-outside-toplevel
+  server = _forked_commands.CommandServer()
+  try:
+    yield server
+  finally:
+    server.close()
+
+
+@pytest.fixture(scope="session")
 def data_dir() -> pathlib.Path:
   path = real_data_dir()
   require_data(path / "README.md", "the real test data")

@@ -2,24 +2,21 @@
 status 2, prints exactly one ``error:`` line containing the case's message and no traceback, and leaves
 nothing behind. Cases that need nothing run first; those on the shared test data next; those on a tiny
 pre-trained model (built once for this file) are ``slow``. The commands run in children forked from one
-process that imported TensorFlow once (``_forked_commands``); the first test shows that a fresh process does
+process that imported TensorFlow once (the ``command_server`` fixture); the first test shows that a fresh process does
 the same."""
 
 import pytest
 
-import _forked_commands
 import bad_input_cases as cases
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forked_commands():
-  server = _forked_commands.CommandServer()
-  cases.commands = server
+def forked_commands(command_server):
+  cases.commands = command_server
   try:
-    yield server
+    yield command_server
   finally:
     cases.commands = None
-    server.close()
 
 
 def _params(needs, *marks):

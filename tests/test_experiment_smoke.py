@@ -59,7 +59,7 @@ def _assert_drawn(path):
 
 
 @pytest.mark.slow
-def test_paper_claim_quick(tmp_path, data_dir):
+def test_paper_claim_quick(tmp_path, data_dir, command_server):
   require_module("matplotlib")
   work = tmp_path / "pc"
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
@@ -176,7 +176,7 @@ def test_paper_claim_quick(tmp_path, data_dir):
   assert "| ELECTRA / MLM steps |" in outputs[0][0] and "| 12 / 22 |" in outputs[0][0]  # shard 0 prints the tables
 
   # rerunning skips every finished unit
-  again = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+  again = command_server.run(cmd[1:], REPO_ROOT, timeout=600, env={"ELECTRA_TEST_DATA": str(data_dir)})
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= len(ran)
 
@@ -237,7 +237,7 @@ def test_short_run_sweep_plans_stages_from_its_rows_and_tabulates_them(tmp_path,
 
 
 @pytest.mark.slow
-def test_label_efficiency_quick(tmp_path, data_dir):
+def test_label_efficiency_quick(tmp_path, data_dir, command_server):
   """experiments/label_efficiency.py --quick: baselines equal scikit-learn's pipeline on the written subsets,
   each setting is the best on validation, dev is scored only by the final seeds, and a rerun skips every unit."""
   from sklearn.feature_extraction.text import TfidfVectorizer  # pylint: disable=import-outside-toplevel
@@ -245,9 +245,9 @@ def test_label_efficiency_quick(tmp_path, data_dir):
   from sklearn.pipeline import Pipeline  # pylint: disable=import-outside-toplevel
   from electra_tf.finetuning import selection  # pylint: disable=import-outside-toplevel
   work = tmp_path / "le"
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
-  cmd = _command("label_efficiency") + ["--work-dir", str(work), "--quick"]
-  proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=1200)
+  env = {"ELECTRA_TEST_DATA": str(data_dir)}
+  cmd = ["-m", "experiments.label_efficiency", "--work-dir", str(work), "--quick"]
+  proc = command_server.run(cmd, REPO_ROOT, timeout=1200, env=env)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   summary = json.loads((work / "summary.json").read_text())
   assert not summary["pending"]
@@ -297,20 +297,20 @@ def test_label_efficiency_quick(tmp_path, data_dir):
                                                                      "other": "NN"}
   _assert_drawn(work / "plots" / "label_efficiency.png")
   _assert_drawn(work / "plots" / "validation_curves.png")
-  again = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+  again = command_server.run(cmd, REPO_ROOT, timeout=600, env=env)
   assert again.returncode == 0 and "] run: " not in again.stdout, again.stdout[-2000:]
   # a unit fine-tuned on another carving of its cell (another split seed, or another version of the rules)
   unit = next(p for p in sorted((work / "stages").glob("final_sst_none_50_*.json")))
   record = json.loads(unit.read_text())
   unit.write_text(json.dumps({**record, "split": "0123456789ab"}))
-  stale = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+  stale = command_server.run(cmd, REPO_ROOT, timeout=600, env=env)
   assert stale.returncode != 0 and "] run: " not in stale.stdout
   assert (f"holds units on another carving of sst 50 ({unit.name}: split 0123456789ab, now "
           f"{record['split']}); rerun with the split settings it used, or use a new --work-dir") in stale.stderr
   unit.write_text(json.dumps(record))  # subset files from another carving (units that recorded none) stop too
   train = work / "subsets" / "sst_50" / "validation" / "sst" / "train.tsv"
   train.write_text(train.read_text().replace("\t1\n", "\t0\n", 1))
-  stale = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=600)
+  stale = command_server.run(cmd, REPO_ROOT, timeout=600, env=env)
   assert stale.returncode != 0 and "holds sst 50 subsets dealt by another carving" in stale.stderr
 
 

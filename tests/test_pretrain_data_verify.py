@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 
 import pytest
@@ -227,7 +226,8 @@ def test_pretraining_names_the_corrupt_shard_keeps_the_checkpoint_and_can_skip(d
 
 
 @pytest.mark.parametrize("cut", ["boundary", "header"])
-def test_pretraining_refuses_a_shard_cut_where_it_reads_without_error(data, bert_vocab, tmp_path, cut):
+def test_pretraining_refuses_a_shard_cut_where_it_reads_without_error(data, bert_vocab, tmp_path, cut,
+                                                                    command_server):
   """A shard cut at a record boundary, or inside the next record's length header (TensorFlow's reader takes
   fewer than 12 bytes there for the end of the file), reads without error: the size metadata.json recorded
   stops pre-training before it starts, in one line and leaving nothing; skip_bad_records trains on it."""
@@ -238,10 +238,9 @@ def test_pretraining_refuses_a_shard_cut_where_it_reads_without_error(data, bert
   size = json.loads((data / "metadata.json").read_text())["splits"]["train"]["shards"][BAD_SHARD]["num_bytes"]
   hp = lib.tiny_hparams(num_train_steps=2, iterations_per_loop=1, save_checkpoints_steps=2,
                         vocab_file=str(bert_vocab))
-  run = lambda extra: subprocess.run(
-      [sys.executable, os.path.join(REPO, "pretrain", "run_pretraining.py"), "--data-dir", str(data.parent),
-       "--model-name", "m", "--no-progress", "--hparams", json.dumps({**hp, **extra})],
-      cwd=tmp_path, capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  run = lambda extra: command_server.run(
+      [os.path.join(REPO, "pretrain", "run_pretraining.py"), "--data-dir", str(data.parent), "--model-name", "m",
+       "--no-progress", "--hparams", json.dumps({**hp, **extra})], cwd=tmp_path, timeout=600)
   before = sorted(p for p in data.parent.rglob("*"))
   result = run({})
   errors = [l for l in result.stderr.splitlines() if l.startswith("error:")]

@@ -264,13 +264,14 @@ def test_nan_loss_in_fine_tuning_is_one_error_line(sst_root, bert_vocab, monkeyp
   assert "lower learning_rate" in message
 
 
-def _worker(job, mode, root, vocab):
-  proc = subprocess.run([sys.executable, os.path.join(HERE, "_runtime_runner_worker.py"), job, mode, str(root),
+def _worker(job, root, vocab):
+  """{mode: (replicas, whether the step is compiled, weights)} of the one-device and two-replica runs."""
+  proc = subprocess.run([sys.executable, os.path.join(HERE, "_runtime_runner_worker.py"), job, str(root),
                          str(vocab)], capture_output=True, text=True, timeout=600,
                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = json.loads(proc.stdout.strip().splitlines()[-1])
-  return out["replicas"], out["xla"], dict(np.load(out["weights"]))
+  return {mode: (run["replicas"], run["xla"], dict(np.load(run["weights"]))) for mode, run in out.items()}
 
 
 @pytest.mark.slow
@@ -284,7 +285,7 @@ def test_xla_on_two_replicas_trains_like_one_device(job, sst_root, data_dir, ber
     shutil.copytree(sst_root / "finetuning_data", root / "finetuning_data")
   else:
     root = lib.build_tfrecords(tmp_path / "pt", data_dir, bert_vocab, max_lines=300)
-  runs = {mode: _worker(job, mode, root, bert_vocab) for mode in ("single", "mirrored")}
+  runs = _worker(job, root, bert_vocab)
   (one, xla_one, w_one), (two, xla_two, w_two) = runs["single"], runs["mirrored"]
   assert (one, two) == (1, 2) and xla_one and xla_two
   assert w_one.keys() == w_two.keys()
