@@ -8,7 +8,8 @@ server reads back), and its exit status as the interpreter would give it (``Syst
 traceback on stderr for an uncaught exception; the ``atexit`` functions run). What differs from a fresh
 interpreter: the modules the server imported are imported already (their start-up lines were printed once,
 by the server), and the environment is the server's, which is the one the commands would get
-(``environment()``). tests/test_bad_inputs.py compares both ways on a few cases.
+(``environment()``), plus the variables a command is given (``run(..., env=...)``). tests/test_bad_inputs.py
+compares both ways on a few cases.
 
 Nothing here needs pytest.
 """
