@@ -2,8 +2,8 @@
 status 2, prints exactly one ``error:`` line containing the case's message and no traceback, and leaves
 nothing behind. Cases that need nothing run first; those on the shared test data next; those on a tiny
 pre-trained model (built once for this file) are ``slow``. The commands run in children forked from one
-process that imported TensorFlow once (the ``command_server`` fixture); the first test shows that a fresh process does
-the same."""
+process that imported TensorFlow once (the ``command_server`` fixture); the first test shows that a fresh
+process does the same."""
 
 import pytest
 

@@ -26,7 +26,8 @@ def _load_experiment(name: str):
 
 
 def _command(name: str) -> list:
-  return [sys.executable, "-m", f"experiments.{name}"]
+  """What follows ``python`` to run ``experiments.<name>`` (as ``command_server.run`` takes it)."""
+  return ["-m", f"experiments.{name}"]
 
 
 def _paper_claim():
@@ -62,11 +63,12 @@ def _assert_drawn(path):
 def test_paper_claim_quick(tmp_path, data_dir, command_server):
   require_module("matplotlib")
   work = tmp_path / "pc"
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "ELECTRA_TEST_DATA": str(data_dir)}
+  data_env = {"ELECTRA_TEST_DATA": str(data_dir)}
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **data_env}
   cmd = _command("paper_claim") + ["--work-dir", str(work), "--quick"]
   # two shards on one work dir, as the full run is meant to be started on 2 cores: each unit runs exactly once
-  shards = [subprocess.Popen(cmd + ["--shard", f"{k}/2"], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for k in (0, 1)]
+  shards = [subprocess.Popen([sys.executable, *cmd, "--shard", f"{k}/2"], cwd=str(REPO_ROOT), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in (0, 1)]
   outputs = [p.communicate(timeout=1500) for p in shards]
   for p, (out, err) in zip(shards, outputs):
     assert p.returncode == 0, out[-3000:] + err[-3000:]
@@ -176,7 +178,7 @@ def test_paper_claim_quick(tmp_path, data_dir, command_server):
   assert "| ELECTRA / MLM steps |" in outputs[0][0] and "| 12 / 22 |" in outputs[0][0]  # shard 0 prints the tables
 
   # rerunning skips every finished unit
-  again = command_server.run(cmd[1:], REPO_ROOT, timeout=600, env={"ELECTRA_TEST_DATA": str(data_dir)})
+  again = command_server.run(cmd, REPO_ROOT, timeout=600, env=data_env)
   assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
   assert "] run: " not in again.stdout and again.stdout.count("skip (done): ") >= len(ran)
 
@@ -246,7 +248,7 @@ def test_label_efficiency_quick(tmp_path, data_dir, command_server):
   from electra_tf.finetuning import selection  # pylint: disable=import-outside-toplevel
   work = tmp_path / "le"
   env = {"ELECTRA_TEST_DATA": str(data_dir)}
-  cmd = ["-m", "experiments.label_efficiency", "--work-dir", str(work), "--quick"]
+  cmd = _command("label_efficiency") + ["--work-dir", str(work), "--quick"]
   proc = command_server.run(cmd, REPO_ROOT, timeout=1200, env=env)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   summary = json.loads((work / "summary.json").read_text())
