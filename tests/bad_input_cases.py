@@ -61,9 +61,11 @@ NOTHING, DATA, MODEL = "nothing", "data", "model"
 NEEDS = (NOTHING, DATA, MODEL)
 
 SEQ = 32
+# use_xla false: the tiny preset compiles its step with XLA, which would take most of these two steps' time; the
+# cases need only the model.
 TINY = {"model_size": "tiny", "vocab_size": 30522, "max_seq_length": SEQ, "train_batch_size": 8,
         "num_train_steps": 2, "save_checkpoints_steps": 2, "iterations_per_loop": 1, "do_eval": False,
-        "num_warmup_steps": 0}
+        "num_warmup_steps": 0, "use_xla": False}
 FT = {"model_size": "tiny", "vocab_size": 30522, "max_seq_length": SEQ, "train_batch_size": 8,
       "eval_batch_size": 8, "num_train_epochs": 0.01}
 

@@ -56,6 +56,7 @@ def _learning_config(root, name, **hp):
   return PretrainingConfig.create(name, str(root), **hp)
 
 
+@pytest.mark.slow
 def test_short_run_recipe_learns_on_real_text_without_collapse(small_vocab_dir):
   from electra_tf.configs import PretrainingConfig
   cfg = _learning_config(small_vocab_dir, "short_run", short_run_recipe=True)
@@ -84,6 +85,7 @@ def test_short_run_recipe_learns_on_real_text_without_collapse(small_vocab_dir):
   assert any(f.startswith("events.out.tfevents") for f in os.listdir(os.path.join(cfg.model_dir, "train")))
 
 
+@pytest.mark.slow
 def test_a_collapsing_recipe_is_caught_and_stop_on_collapse_keeps_the_last_checkpoint(small_vocab_dir):
   """The reference's uncorrected Adam at 2e-3 with 20 warmup steps: the discriminator calls everything
   original. The guard says so; with stop_on_collapse the run stops with one line naming the checkpoint."""
@@ -111,6 +113,7 @@ def straight_weights(wiki_dir):
   return _weights(straight)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_mid_run_then_rerun_matches_uninterrupted_run(wiki_dir, straight_weights, sig):
   """SIGTERM (a scheduler) and SIGINT (Ctrl-C) alike: the loop finishes, saves, says so and returns."""
@@ -133,6 +136,7 @@ def test_signal_mid_run_then_rerun_matches_uninterrupted_run(wiki_dir, straight_
   assert int(second.optimizer.iterations.numpy()) == 30
 
 
+@pytest.mark.slow
 def test_resume_restores_the_input_position_or_replays_to_it(wiki_dir, straight_weights):
   """A checkpoint holds the input iterator's position, so resuming replays nothing; one written without it
   (an older version's) resumes by replaying the stream to the step. Both end with the uninterrupted run's
@@ -167,6 +171,7 @@ def test_resume_restores_the_input_position_or_replays_to_it(wiki_dir, straight_
     np.testing.assert_array_equal(v, straight_weights[k], err_msg=k)
 
 
+@pytest.mark.slow
 def test_init_checkpoint_loads_weights_only(wiki_dir):
   src = _trainer(_config(wiki_dir, "straight_src", num_train_steps=10, iterations_per_loop=10))
   src.train()
@@ -179,6 +184,7 @@ def test_init_checkpoint_loads_weights_only(wiki_dir):
   assert np.abs(emb - src_emb).max() < 1e-2  # one Adam step (<= ~3.2 lr) from the source, not random init
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["mlm", "electric"])
 def test_mlm_only_and_electric_train(wiki_dir, objective):
   hp = ({"electra_objective": False} if objective == "mlm"
@@ -315,6 +321,7 @@ def test_float16_overflow_skips_the_step_halves_the_scale_and_grows_it_back(wiki
   assert reader.get_tensor(key) == INITIAL_SCALE
 
 
+@pytest.mark.slow
 def test_xla_matches_the_uncompiled_run(wiki_dir):
   """``use_xla`` on CPU, dropout on (the default, keyed per example): masking, sampling and dropout are keyed
   by our own hash (``keyed_random``), so the first step's losses and gradient norm equal the uncompiled
