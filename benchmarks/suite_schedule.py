@@ -42,17 +42,18 @@ def replay(test_ids: list, seconds: dict, workers: int = 2, refill_at: int = 2) 
     files.setdefault(test_id.split("::")[0], []).append(seconds.get(test_id, 0.0))
   queue = list(files.values())
   clocks, pending = [0.0] * workers, [[] for _ in range(workers)]
-  for w in range(workers):
-    if queue:
+
+  def refill(w, at):
+    if queue and len(pending[w]) <= at:
       pending[w] += queue.pop(0)
-  for w in range(workers):
-    if queue and len(pending[w]) <= refill_at:
-      pending[w] += queue.pop(0)
+
+  for at in (0, refill_at):  # one file each, then a second where the first leaves few tests pending
+    for w in range(workers):
+      refill(w, at)
   while any(pending):
     w = min((w for w in range(workers) if pending[w]), key=lambda w: clocks[w] + pending[w][0])
     clocks[w] += pending[w].pop(0)
-    if queue and len(pending[w]) <= refill_at:
-      pending[w] += queue.pop(0)
+    refill(w, refill_at)
   return clocks
 
 

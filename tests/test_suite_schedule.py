@@ -1,19 +1,14 @@
 """benchmarks/suite_schedule.py: pytest's duration lines read back, and xdist's loadfile hand-out replayed on
 small cases worked out by hand."""
 
-import importlib.util
-
 import pytest
 
-from conftest import REPO_ROOT
+from _data_prep_testlib import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def schedule():
-  spec = importlib.util.spec_from_file_location("suite_schedule", REPO_ROOT / "benchmarks" / "suite_schedule.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return benchmark_module("suite_schedule")
 
 
 def test_durations_sum_each_tests_phases(schedule, tmp_path):
