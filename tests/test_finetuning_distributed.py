@@ -54,16 +54,24 @@ def _files(models):
   return found
 
 
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory, data_dir, bert_vocab):
+  """The one-process run the distributed runs are compared with: (its data root, its result)."""
+  root = rt_polarity_as_sst(tmp_path_factory.mktemp("single"), data_dir, 120, 64)
+  out = root / "out"
+  return root, _result(_start("single", root, bert_vocab, out), out)
+
+
 @pytest.mark.slow
-def test_two_workers_fine_tune_like_one_process_and_only_the_chief_writes(tmp_path, data_dir, bert_vocab):
-  single_root, multi_root = (rt_polarity_as_sst(tmp_path / name, data_dir, 120, 64) for name in ("single", "multi"))
+def test_two_workers_fine_tune_like_one_process_and_only_the_chief_writes(tmp_path, data_dir, bert_vocab,
+                                                                          one_process):
+  single_root, one = one_process
+  multi_root = rt_polarity_as_sst(tmp_path / "multi", data_dir, 120, 64)
   cluster = {"worker": [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]}
   outs = [tmp_path / f"out_{i}" for i in range(2)]
   workers = [_start("worker", multi_root, bert_vocab, outs[i], {"TF_CONFIG": json.dumps(
       {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
-  single = _start("single", single_root, bert_vocab, tmp_path / "out_single")
   chief, other = (_result(w, out) for w, out in zip(workers, outs))
-  one = _result(single, tmp_path / "out_single")
 
   assert (one["replicas"], chief["replicas"], other["replicas"]) == (1, 2, 2)
   assert (chief["chief"], other["chief"]) == (True, False)
@@ -87,3 +95,17 @@ def test_two_workers_fine_tune_like_one_process_and_only_the_chief_writes(tmp_pa
   assert other["checkpoint_dirs"] and all(
       not os.path.realpath(d).startswith(str(multi_root)) and not exists for d, exists in other["checkpoint_dirs"])
   assert _files(multi_root / "models") == _files(single_root / "models")
+
+
+def test_two_replicas_on_one_machine_fine_tune_like_one_device(tmp_path, data_dir, bert_vocab, one_process):
+  """MirroredStrategy on two logical CPU devices (configured in a fresh process, before TensorFlow starts):
+  the same dev results, weights and files as one device on the same global batch."""
+  single_root, one = one_process
+  root = rt_polarity_as_sst(tmp_path / "mirrored", data_dir, 120, 64)
+  mirrored = _result(_start("mirrored", root, bert_vocab, tmp_path / "out"), tmp_path / "out")
+  assert (one["replicas"], mirrored["replicas"]) == (1, 2)
+  assert mirrored["results"] == pytest.approx(one["results"], rel=1e-5, abs=1e-6)
+  assert sorted(mirrored["weights"]) == sorted(one["weights"])
+  for name, value in one["weights"].items():
+    np.testing.assert_allclose(mirrored["weights"][name], value, rtol=0, atol=1e-5, err_msg=name)
+  assert _files(root / "models") == _files(single_root / "models")

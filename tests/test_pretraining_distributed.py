@@ -52,12 +52,16 @@ def _assert_same(a, b):
   np.testing.assert_allclose(a["losses"], b["losses"], rtol=2e-4, atol=1e-5)
 
 
-def test_mirrored_two_replicas_equal_one_device(wiki_dir):
-  single = _start("single", wiki_dir, "single")
-  mirrored = _start("mirrored", wiki_dir, "mirrored")
-  a, b = _result(single), _result(mirrored)
-  assert len(a["losses"]) == 6
-  _assert_same(a, b)
+@pytest.fixture(scope="module")
+def one_device(wiki_dir):
+  """The one-device run both tests compare with (the same settings in each)."""
+  result = _result(_start("single", wiki_dir, "single"))
+  assert len(result["losses"]) == 6
+  return result
+
+
+def test_mirrored_two_replicas_equal_one_device(wiki_dir, one_device):
+  _assert_same(one_device, _result(_start("mirrored", wiki_dir, "mirrored")))
 
 
 def _free_port():
@@ -67,11 +71,10 @@ def _free_port():
 
 
 @pytest.mark.slow
-def test_multi_worker_two_processes_agree_with_one_device(wiki_dir):
+def test_multi_worker_two_processes_agree_with_one_device(wiki_dir, one_device):
   cluster = {"worker": [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]}
   workers = [_start("worker", wiki_dir, "multi", {"TF_CONFIG": json.dumps(
       {"cluster": cluster, "task": {"type": "worker", "index": i}})}) for i in range(2)]
   results = [_result(w) for w in workers]
-  single = _result(_start("single", wiki_dir, "single_mw"))
   _assert_same(results[0], results[1])
-  _assert_same(results[0], single)
+  _assert_same(results[0], one_device)
