@@ -103,7 +103,8 @@ def test_two_replicas_on_one_machine_fine_tune_like_one_device(tmp_path, data_di
   the same dev results, weights and files as one device on the same global batch."""
   single_root, one = one_process
   root = rt_polarity_as_sst(tmp_path / "mirrored", data_dir, 120, 64)
-  mirrored = _result(_start("mirrored", root, bert_vocab, tmp_path / "out"), tmp_path / "out")
+  out = tmp_path / "out"
+  mirrored = _result(_start("mirrored", root, bert_vocab, out), out)
   assert (one["replicas"], mirrored["replicas"]) == (1, 2)
   assert mirrored["results"] == pytest.approx(one["results"], rel=1e-5, abs=1e-6)
   assert sorted(mirrored["weights"]) == sorted(one["weights"])
