@@ -10,6 +10,7 @@ and the reasons.
 """
 
 import collections
+import gc
 import importlib
 import os
 import pathlib
@@ -120,6 +121,22 @@ def pytest_make_collect_report(collector):
   """A whole file skipped at import (``require_module`` at module level): a collection error under CI."""
   del collector
   return _fail_in_ci((yield))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+  """After each file's last test (its module fixtures gone): collect the file's garbage, then freeze what is
+  left alive (TensorFlow and the imports, caches, session fixtures) out of the garbage collector's reach.
+
+  A worker runs dozens of files in one process, and every test leaves TensorFlow graphs and Keras objects
+  behind; without this each full collection walks millions of objects that never die, and one took 40 s late in
+  a chain of seven training files (about a tenth of that chain's time). Objects that the reference counts free
+  are still freed; only a cycle of frozen objects that dies later stays."""
+  result = yield
+  if nextitem is None or nextitem.path != item.path:
+    gc.collect()
+    gc.freeze()
+  return result
 
 
 def pytest_terminal_summary(terminalreporter):

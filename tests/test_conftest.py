@@ -1,6 +1,6 @@
 """tests/conftest.py's rule for missing test dependencies: ``require_module`` / ``require_data`` skip outside
 CI and fail with ``CI=true`` (also for a whole file skipped at import, and under pytest-xdist), a skip for the
-machine itself stays a skip, and every run prints its skip count."""
+machine itself stays a skip, and every run prints its skip count; and its garbage collection between files."""
 
 import os
 import pathlib
@@ -47,6 +47,42 @@ require_module("electra_tf_no_such_module")
 
 def test_never_runs():
   pass
+'''
+
+
+# Automatic collection off, so only conftest's collection after the file can free the test's cycle.
+FIRST_FILE = NO_TENSORFLOW + '''
+import gc
+import weakref
+
+gc.disable()
+
+
+class Node:
+  pass
+
+
+KEPT = Node()
+KEPT.me = KEPT
+REFS = {"kept": weakref.ref(KEPT)}
+
+
+def test_leaves_a_cycle_behind():
+  dead = Node()
+  dead.me = dead
+  REFS["dead"] = weakref.ref(dead)
+'''
+
+SECOND_FILE = NO_TENSORFLOW + '''
+import gc
+import sys
+
+
+def test_the_first_files_garbage_is_gone_and_what_lives_is_frozen():
+  first = sys.modules["test_first"]
+  gc.enable()
+  assert first.REFS["dead"]() is None and first.REFS["kept"]() is first.KEPT
+  assert gc.get_freeze_count() > 0 and not any(o is first.KEPT for o in gc.get_objects())
 '''
 
 
@@ -107,3 +143,8 @@ def test_no_test_file_uses_a_bare_importorskip():
   bare = [path.name for path in TESTS.glob("*.py")
           if path.name not in ("conftest.py", "test_conftest.py") and "importorskip(" in path.read_text("utf-8")]
   assert not bare, bare
+
+
+def test_after_each_file_its_garbage_is_collected_and_the_survivors_frozen(tmp_path):
+  result = _pytest(tmp_path, {"test_first.py": FIRST_FILE, "test_second.py": SECOND_FILE}, ci=False)
+  assert result.returncode == 0 and _summary(result) == {"passed": 2}, result.stdout[-3000:]
