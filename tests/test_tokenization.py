@@ -28,22 +28,40 @@ def _hf_tokenizer(vocab, do_lower_case, strip_accents=None):
   return tok
 
 
-def _check_all_lines(vocab, lines, do_lower_case, strip_accents=None, graph=False):
+def _python_bert_ids(vocab, lines, do_lower_case, strip_accents=None):
+  """Every line's ids from transformers' Python BertTokenizer; a repeated line (blank lines, headings) is asked
+  once."""
+  hf, ids = _hf_tokenizer(vocab, do_lower_case, strip_accents), {}
+  for line in lines:
+    if line not in ids:
+      ids[line] = hf.convert_tokens_to_ids(hf.tokenize(line))
+  return [ids[line] for line in lines]
+
+
+def _rust_bert_ids(vocab, lines, do_lower_case, strip_accents=None):
+  """Every line's ids from the tokenizers library's BERT pipeline (transformers' BertTokenizerFast builds the
+  same), with the reference's 200-character word limit."""
+  tokenizers = require_module("tokenizers")
+  tok = tokenizers.Tokenizer(tokenizers.models.WordPiece.from_file(str(vocab), unk_token="[UNK]",
+                                                                   max_input_chars_per_word=200))
+  tok.normalizer = tokenizers.normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                         strip_accents=strip_accents, lowercase=do_lower_case)
+  tok.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+  return [encoding.ids for encoding in tok.encode_batch(lines, add_special_tokens=False)]
+
+
+def _check_all_lines(vocab, lines, do_lower_case, strip_accents=None, graph=False, reference=_python_bert_ids):
+  """Our per-line and batch ids equal ``reference``'s on every line; returns the number of pieces."""
   ours = tokenization.FullTokenizer(vocab, do_lower_case, strip_accents)
-  hf = _hf_tokenizer(vocab, do_lower_case, strip_accents)
   flat, splits = ours.batch_ids(lines)
   if graph:  # the TensorFlow graph path gives the same ids
     graph_flat, graph_splits = ours.tf_batch_ids(lines)
     assert graph_splits.tolist() == splits.tolist() and graph_flat.tolist() == flat.tolist()
-  n_pieces, hf_ids = 0, {}  # a repeated line (blank lines, headings) is asked of transformers once
+  expected = reference(vocab, lines, do_lower_case, strip_accents)
   for i, line in enumerate(lines):
-    if line not in hf_ids:
-      hf_ids[line] = hf.convert_tokens_to_ids(hf.tokenize(line))
-    expected = hf_ids[line]
-    assert ours.convert_tokens_to_ids(ours.tokenize(line)) == expected, line
-    assert flat[splits[i]:splits[i + 1]].tolist() == expected, line
-    n_pieces += len(expected)
-  return n_pieces
+    assert ours.convert_tokens_to_ids(ours.tokenize(line)) == expected[i], line
+    assert flat[splits[i]:splits[i + 1]].tolist() == expected[i], line
+  return sum(map(len, expected))
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
@@ -53,30 +71,12 @@ def test_wikitext_valid_test_ids_equal_hf_bert(data_dir, bert_vocab, do_lower_ca
   assert _check_all_lines(bert_vocab, lines, do_lower_case, graph=True) > 400_000
 
 
-def _rust_bert_ids(vocab, lines, do_lower_case):
-  """Every line's ids from the tokenizers library's BERT pipeline (transformers' BertTokenizerFast builds the
-  same), with the reference's 200-character word limit."""
-  tokenizers = require_module("tokenizers")
-  tok = tokenizers.Tokenizer(tokenizers.models.WordPiece.from_file(str(vocab), unk_token="[UNK]",
-                                                                   max_input_chars_per_word=200))
-  tok.normalizer = tokenizers.normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                         strip_accents=None, lowercase=do_lower_case)
-  tok.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
-  return [encoding.ids for encoding in tok.encode_batch(lines, add_special_tokens=False)]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_wikitext_train_ids_equal_hf_bert(data_dir, bert_vocab, do_lower_case):
   lines = _wikitext_lines(data_dir, ["train"])
   # Train holds control (Cc) and format (Cf) characters that the cleaning must drop.
-  ours = tokenization.FullTokenizer(bert_vocab, do_lower_case)
-  flat, splits = ours.batch_ids(lines)
-  expected = _rust_bert_ids(bert_vocab, lines, do_lower_case)
-  for i, line in enumerate(lines):
-    assert ours.convert_tokens_to_ids(ours.tokenize(line)) == expected[i], line
-    assert flat[splits[i]:splits[i + 1]].tolist() == expected[i], line
-  assert sum(map(len, expected)) > 2_000_000
+  assert _check_all_lines(bert_vocab, lines, do_lower_case, reference=_rust_bert_ids) > 2_000_000
 
 
 @pytest.mark.parametrize("do_lower_case,strip_accents", [(True, False), (False, True)])
