@@ -161,25 +161,40 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     i = self._get_variable_index(variable)
     dtype = variable.dtype
     m, v = self._adam_m[i], self._adam_v[i]
-    gradient = tf.cast(gradient, dtype)
-    self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-    self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
-    if self.bias_correction:  # t counts this update (Keras increments ``iterations`` after the step)
-      t = tf.cast(self.iterations + 1, dtype)
-      update = (m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), t))) / (
-          tf.sqrt(v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), t))) + self.epsilon)
-    else:
-      update = m / (tf.sqrt(v) + self.epsilon)
-    if self._decays[i]:
-      update += self._decays[i] * variable
-    lr = tf.cast(learning_rate, dtype) * self._multipliers[i]
-    self.assign_sub(variable, lr * update)
+    # t counts this update (Keras increments ``iterations`` after the step)
+    t = tf.cast(self.iterations + 1, dtype) if self.bias_correction else None
+    new_m, new_v, decrement = _adam_update(
+        tf.convert_to_tensor(m), tf.convert_to_tensor(v), tf.cast(gradient, dtype), tf.convert_to_tensor(variable),
+        tf.cast(learning_rate, dtype), t, tf.constant(self._decays[i], dtype) if self._decays[i] else None,
+        tf.constant(self._multipliers[i], dtype), self.beta_1, self.beta_2, self.epsilon)
+    self.assign(m, new_m)
+    self.assign(v, new_v)
+    self.assign_sub(variable, decrement)
 
   def get_config(self):
     return {**super().get_config(), "weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
             "beta_2": self.beta_2, "epsilon": self.epsilon,
             "exclude_from_weight_decay": list(self.exclude_from_weight_decay),
             "lr_multipliers": self.lr_multipliers, "bias_correction": self.bias_correction}
+
+
+@tf.function(autograph=False)
+def _adam_update(m, v, gradient, variable, learning_rate, t, decay, multiplier, beta_1, beta_2, epsilon):
+  """One variable's AdamWeightDecay update as values: (new m, new v, what to subtract from the variable).
+
+  Traced once per shape (and per setting) in a process, so the many trainers a process builds (a search, the
+  tests) call one graph per shape instead of adding every variable's operations again; TensorFlow and XLA
+  inline the call, and the arithmetic is the same as written out in the step."""
+  m = beta_1 * m + (1.0 - beta_1) * gradient
+  v = beta_2 * v + (1.0 - beta_2) * tf.square(gradient)
+  if t is not None:
+    update = (m / (1.0 - tf.pow(tf.cast(beta_1, m.dtype), t))) / (
+        tf.sqrt(v / (1.0 - tf.pow(tf.cast(beta_2, m.dtype), t))) + epsilon)
+  else:
+    update = m / (tf.sqrt(v) + epsilon)
+  if decay is not None:
+    update += decay * variable
+  return m, v, learning_rate * multiplier * update
 
 
 def create_optimizer(learning_rate: float, num_train_steps: int, weight_decay_rate: float = 0.01,

@@ -108,3 +108,29 @@ def test_bias_correction_matches_torch_adam():
   np.testing.assert_allclose(var.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
   # the reference's update differs: its first steps are (1 - 0.9^k) / sqrt(1 - 0.999^k) of Adam's
   assert np.abs(plain_var.numpy() - var.numpy()).max() > 1e-3
+
+
+def test_a_later_optimizer_calls_the_update_already_traced_for_its_shapes():
+  """Each variable's update is traced once per shape and setting in a process: an optimizer built later (the
+  next trainer of a search or a test) adds none, and updates its variables exactly as the first did."""
+  import keras
+  from electra_tf import optimization
+  from electra_tf.optimization import AdamWeightDecay
+  rng = np.random.default_rng(3)
+  init = [rng.normal(size=s).astype(np.float32) for s in ([4, 3], [3])]
+  grads = [tf.constant(rng.normal(size=v.shape).astype(np.float32)) for v in init]
+
+  def train_once():
+    variables = [keras.Variable(v) for v in init]
+    opt = AdamWeightDecay(0.1, weight_decay_rate=0.01, variable_names={id(variables[1]): "dense/bias"})
+    opt.build(variables)
+    tf.function(lambda: opt.apply(grads, variables))()
+    return [v.numpy() for v in variables]
+
+  first = train_once()
+  traced = optimization._adam_update.experimental_get_tracing_count()  # pylint: disable=protected-access
+  assert traced > 0
+  second = train_once()
+  assert optimization._adam_update.experimental_get_tracing_count() == traced  # pylint: disable=protected-access
+  for a, b in zip(first, second):
+    np.testing.assert_array_equal(a, b)

@@ -11,6 +11,11 @@ generator:
 Statistical quality is ample for masking, sampling and dropout (full-avalanche 32-bit hash, two rounds).
 Pre-training's masking and sampling use it (``pretraining/random_ops``), and so does per-example dropout
 (``modeling/dropout.RowKeyedSeed``).
+
+The hash and the draw are each traced once per process (``tf.function`` with a fixed signature): a training
+step calls them a few dozen times, and every trainer a process builds calls the traced graphs instead of
+adding their few dozen operations again at each site (TensorFlow and XLA inline the calls: the numbers are
+the same).
 """
 
 import tensorflow as tf
@@ -22,13 +27,23 @@ def _u32(x):
   return tf.constant(x, tf.uint32)
 
 
-def hash32(x):
-  """lowbias32 on uint32 tensors (wrapping arithmetic)."""
+def _hash32_ops(x):
   x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _u32(16)))
   x = x * _u32(0x7FEB352D)
   x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _u32(15)))
   x = x * _u32(0x846CA68B)
   return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _u32(16)))
+
+
+_hash32_traced = tf.function(_hash32_ops, input_signature=[tf.TensorSpec(None, tf.uint32)], autograph=False)
+
+
+def hash32(x):
+  """lowbias32 on uint32 tensors (wrapping arithmetic)."""
+  x = tf.convert_to_tensor(x, tf.uint32)
+  out = _hash32_traced(x)
+  out.set_shape(x.shape)  # elementwise: the traced graph takes any shape
+  return out
 
 
 def as_u32(x):
@@ -52,17 +67,24 @@ def fold_key(key, index: int):
   return hash32(tf.bitwise.bitwise_xor(key, _u32(index * 0x632BE5AB & 0xFFFFFFFF)))
 
 
+@tf.function(input_signature=[tf.TensorSpec([], tf.uint32), tf.TensorSpec([None], tf.int32),
+                              tf.TensorSpec([], tf.int32)], autograph=False)
+def _keyed_rows(key, shape, row_offset):
+  """[rows, values per row] of ``keyed_uniform``."""
+  rows = as_u32(tf.range(shape[0]) + row_offset)
+  per_row = tf.reduce_prod(shape[1:])
+  row_keys = _hash32_ops(tf.bitwise.bitwise_xor(_hash32_ops(rows * _u32(_GOLDEN) + key), key))  # [B]
+  cols = as_u32(tf.range(per_row))
+  x = _hash32_ops(row_keys[:, tf.newaxis] + cols[tf.newaxis, :] * _u32(0x85EBCA6B))
+  x = _hash32_ops(x + row_keys[:, tf.newaxis])
+  return tf.cast(tf.bitwise.right_shift(x, _u32(8)), tf.float32) * (1.0 / (1 << 24))
+
+
 def keyed_uniform(key, shape, row_offset=0):
   """float32 U[0, 1) of ``shape`` = [B, ...]; row r gets the values of global row ``row_offset + r``.
 
   ``key`` is from ``step_key``; values have 24 random bits (like ``tf.random.uniform`` in float32).
   """
   shape = tf.convert_to_tensor(shape, tf.int32)
-  rows = as_u32(tf.range(shape[0]) + tf.cast(row_offset, tf.int32))
-  per_row = tf.reduce_prod(shape[1:])
-  row_keys = hash32(tf.bitwise.bitwise_xor(hash32(rows * _u32(_GOLDEN) + key), key))  # [B]
-  cols = as_u32(tf.range(per_row))
-  x = hash32(row_keys[:, tf.newaxis] + cols[tf.newaxis, :] * _u32(0x85EBCA6B))
-  x = hash32(x + row_keys[:, tf.newaxis])
-  u = tf.cast(tf.bitwise.right_shift(x, _u32(8)), tf.float32) * (1.0 / (1 << 24))
-  return tf.reshape(u, shape)
+  # the reshape outside the traced graph gives the result the static shape ``shape`` is known to have
+  return tf.reshape(_keyed_rows(key, shape, tf.cast(row_offset, tf.int32)), shape)
