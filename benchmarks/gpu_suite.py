@@ -6,11 +6,13 @@
 On a machine with GPUs it runs, in this order, each figure in its own process (so one failure, slow compile
 or memory peak spoils only its own row):
 - pre-training throughput of Small and Base with the defaults (``use_xla`` auto: XLA on a GPU, with the
-  project's XLA flags), bfloat16 then float32, each with its first (compiling) call's seconds and the target
-  it is held to; Small in float32 without XLA beside them; on every GPU (``--strategy mirrored``) as well
-  when there are several (``benchmarks/pretrain.py``);
+  project's XLA flags) in bfloat16, each with its first (compiling) call's seconds, the target it is held to
+  and where its time goes (``PROFILE_STEPS`` more steps under TensorFlow's profiler,
+  ``electra_tf/runtime/profiling.py``: kernels per step, the GPU's busy share, the costliest kernels);
 - the GPU tests (``GPU_TESTS``: the keyed random numbers, the sampler, parity with transformers, float16 loss
   scaling, the XLA choice) under pytest;
+- Small and Base with the defaults in float32 (TF32), Small in float32 without XLA, and Small and Base in
+  bfloat16 on every GPU (``--strategy mirrored``) when there are several (``benchmarks/pretrain.py``);
 - fine-tuning throughput of Small and Base on ``sst`` (length 128) and ``squad`` (length 384), bfloat16 with
   XLA (``benchmarks/finetune.py``);
 - peak GPU memory of Base pre-training with and without gradient accumulation
@@ -47,6 +49,7 @@ GPU_TESTS = ["tests/test_pretraining_random_ops.py", "tests/test_pretraining_sam
 # (size, dtype): sequences/s one H200 should reach with the defaults; every default first call within 60 s
 TARGETS = {("small", "bfloat16"): 8000, ("base", "bfloat16"): 2500}
 FIRST_CALL_TARGET_S = 60
+PROFILE_STEPS = 3  # steps the defaults' rows trace after their timed ones (electra_tf/runtime/profiling.py)
 
 
 @dataclasses.dataclass
@@ -135,15 +138,21 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
   steps = "5" if args.quick else "20"
   figures = []
 
-  def pretraining(size, dtype, xla, strategy="one_device"):
+  def pretraining(size, dtype, xla, strategy="one_device", profile=False):
     out = os.path.join(work, f"pretrain_{size}_{dtype}_{xla}_{strategy}.json")
     figures.append(Figure("pretrain", f"pre-training {size} {dtype} XLA {xla} {strategy}", [
         os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", "128",
-        "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out],
-        lambda proc: _json_rows(out)))
+        "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out]
+        + (["--profile-steps", str(PROFILE_STEPS)] if profile else []), lambda proc: _json_rows(out)))
 
+  if "pretrain" in parts:  # the first dtype's defaults (the targets) with their profile, then the GPU tests
+    for size in sizes:
+      pretraining(size, dtypes[0], "auto", profile=True)
+  if "tests" in parts:
+    figures.append(Figure("tests", "GPU tests", ["-m", "pytest", "-q", "-p", "no:cacheprovider", *GPU_TESTS],
+                          _pytest_summary))
   if "pretrain" in parts:
-    for dtype in dtypes:
+    for dtype in dtypes[1:]:
       for size in sizes:
         pretraining(size, dtype, "auto")
     if "float32" in dtypes:
@@ -151,9 +160,6 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
     if n_gpus > 1:
       for size in sizes:
         pretraining(size, dtypes[0], "auto", "mirrored")
-  if "tests" in parts:
-    figures.append(Figure("tests", "GPU tests", ["-m", "pytest", "-q", "-p", "no:cacheprovider", *GPU_TESTS],
-                          _pytest_summary))
   for task, seq_len, part in (("sst", "128", "finetune"), ("squad", "384", "squad")):
     if part in parts:
       for size in sizes:
@@ -239,6 +245,14 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
     text += ["## Pre-training throughput (synthetic ids, batch 128, length 128)", "",
              _table(with_targets(rows["pretrain"]), ["strategy", "size", "dtype", "xla_setting", "xla", "seq_per_s",
                                                      "tflops", "peak_fraction", "first_call_s", "target"]), ""]
+    profiled = [r for r in rows["pretrain"] if r.get("profile")]
+    if profiled:
+      from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)
+      text += ["## Where the time goes", "",
+               f"TensorFlow's profiler over {PROFILE_STEPS} steps after the timed ones "
+               "(`electra_tf/runtime/profiling.py`); busy: the time in which at least one kernel ran.", ""]
+      for r in profiled:
+        text += [profiling.markdown(r["profile"], f"{r['size']} {r['dtype']} (XLA {r['xla']})"), ""]
   if "tests" in rows:
     text += ["## GPU tests", "", _table(rows["tests"], ["tests", "result"]), ""]
   if "finetune" in rows:

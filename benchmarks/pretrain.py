@@ -10,6 +10,8 @@ Reports sequences/s, tokens/s, achieved TFLOP/s (analytic training FLOPs: 3x the
 generator and discriminator, attention included, embeddings lookups excluded) and the fraction of the
 device's matmul peak measured here (a large square matmul in the same dtype). Synthetic random token ids;
 the full step runs: masking, generator, Gumbel sampling, discriminator, loss, gradients, clip, AdamW.
+``--profile-steps N`` traces N more steps with TensorFlow's profiler after the timed ones and adds where their
+time went to the row (``electra_tf/runtime/profiling.py``: kernels per step, the device's busy share, categories).
 """
 
 import argparse
@@ -56,11 +58,13 @@ def matmul_peak_tflops(dtype: str, n: int) -> float:
   return 2 * n ** 3 * reps / (time.perf_counter() - start) / 1e12
 
 
-def bench_ours(cfg, steps: int, warmup: int) -> tuple:
+def bench_ours(cfg, steps: int, warmup: int, profile_steps: int = 0, profile: dict = None) -> tuple:
   """(sequences/s over the timed steps, seconds of the first call: tracing, compiling and the warm-up steps,
-  whether the step is XLA-compiled)."""
+  whether the step is XLA-compiled). With ``profile_steps``, traces that many more steps and puts
+  ``profiling.summarize``'s dict in ``profile``."""
   import tensorflow as tf
   from electra_tf.pretraining import masking, trainer
+  from electra_tf.runtime import profiling
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None, check_inputs=False,
                       special=masking.SpecialIds())
   b, n = cfg.train_batch_size, cfg.max_seq_length
@@ -75,7 +79,14 @@ def bench_ours(cfg, steps: int, warmup: int) -> tuple:
   first_call = time.perf_counter() - start
   start = time.perf_counter()
   train_loop(iterator, tf.constant(steps))[1].numpy()
-  return steps * b / (time.perf_counter() - start), first_call, t.runner.use_xla
+  seqs = steps * b / (time.perf_counter() - start)
+  if profile_steps:
+    try:  # a trace that fails (no CUPTI, say) leaves the throughput standing
+      profile.update(profiling.trace(lambda: train_loop(iterator, tf.constant(profile_steps))[1].numpy(),
+                                     profile_steps))
+    except Exception as e:  # pylint: disable=broad-except
+      profile["error"] = f"{type(e).__name__}: {e}"
+  return seqs, first_call, t.runner.use_xla
 
 
 def bench_hf_torch(cfg, steps: int, warmup: int, dtype: str) -> float:
@@ -177,6 +188,8 @@ def main(argv=None):
   ap.add_argument("--dropout", default="keyed", choices=("keyed", "philox", "both"),
                   help="dropout's random numbers (ours): keyed per example (the default, per_example_dropout) "
                        "or TensorFlow's Philox per replica")
+  ap.add_argument("--profile-steps", type=int, default=0,
+                  help="trace this many more steps (ours) after the timed ones: where their time goes, in the row")
   ap.add_argument("--json", help="also write the results here")
   args = ap.parse_args(argv)
   import tensorflow as tf
@@ -210,7 +223,8 @@ def main(argv=None):
                                        per_example_dropout=dropout == "keyed")
         flops = training_flops_per_sequence(cfg)
         # each gives (sequences/s, the first call's seconds or None where not timed, whether XLA compiled the step)
-        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup))]
+        profile = {}
+        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup, args.profile_steps, profile))]
         if "hf" in args.compare.split(",") and xla:
           impls.append(("transformers-torch", lambda: (bench_hf_torch(cfg, steps, args.warmup, dtype), None, None)))
         if "tfm" in args.compare.split(",") and xla is not None:
@@ -231,11 +245,16 @@ def main(argv=None):
                      dropout=None if name != "electra_tf" else dropout, seq_per_s=seqs,
                      tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype],
                      first_call_s=first_call)
+          if name == "electra_tf" and profile:
+            row["profile"] = profile
           rows.append(row)
           print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} dropout={str(row['dropout']):6s} "
                 f"{seqs:9.1f} seq/s "
                 f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak"
                 + (f" (first call {first_call:.1f} s)" if first_call is not None else ""), flush=True)
+          if "profile" in row:
+            from electra_tf.runtime import profiling
+            print(profiling.markdown(row["profile"], f"{name} {size} {dtype}"), flush=True)
   if args.json:
     with open(args.json, "w") as f:
       json.dump({"device": device, "peaks": peaks, "rows": rows}, f, indent=2)

@@ -79,6 +79,10 @@ class RuntimeConfig(HParams):
   mixed_precision: str = field("float32", "compute dtype policy", choices=("float32", "bfloat16", "float16"))
   use_xla: typing.Optional[bool] = field(None, "XLA-compile the replica step; null (auto): on when a GPU is "
                                           "present, off on CPUs and TPUs (a TPU compiles the step anyway)")
+  profile_steps: str = field("", "\"A,B\": trace training steps A to B (from 1) with TensorFlow's profiler into the "
+                                 "run's TensorBoard directory (its Profile tab) and log where their time went: "
+                                 "kernels per step, the device's busy share, the costliest kind of work; choose "
+                                 "steps after the first, which traces and compiles; \"\" for none", per_run=True)
   # TPU (reference names)
   use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
   num_tpu_cores: typing.Optional[int] = field(None, "TPU cores to replicate over (null = every core of the TPU); "
@@ -92,7 +96,24 @@ class RuntimeConfig(HParams):
     """Whether ``runtime.select_strategy`` picks the TPU strategy."""
     return self.strategy == "tpu" or (self.strategy == "auto" and bool(self.use_tpu or self.tpu_name))
 
+  def profile_window(self) -> typing.Optional[typing.Tuple[int, int]]:
+    """``profile_steps`` as (first, last) training step to trace, both from 1 and included; None for "".
+    "A,B" or "A" (one step)."""
+    text = (self.profile_steps or "").strip()
+    if not text:
+      return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+      first, last = (int(parts[0]), int(parts[-1])) if len(parts) <= 2 else (0, -1)
+    except ValueError:
+      first, last = 0, -1
+    if not 1 <= first <= last:
+      raise HParamError(f"profile_steps is {text!r}; give the first and last training step to trace as \"A,B\" "
+                        "with 1 <= A <= B (e.g. \"101,105\"), or \"\" for none")
+    return first, last
+
   def check_runtime(self):
+    self.profile_window()  # one line if it is not "A,B"
     # The TPU estimator's num_shards; without a TPU there is nothing for it to set.
     if self.num_tpu_cores is not None and not self.uses_tpu():
       raise HParamError(f"num_tpu_cores is {self.num_tpu_cores} but this run uses no TPU; it applies with "

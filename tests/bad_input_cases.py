@@ -584,6 +584,9 @@ CASES: typing.List[Case] = [
     Case("own_file_tags_length", "own tagging JSON Lines with fewer tags than tokens", DATA,
          lambda s: _own(s, "own8", "train.jsonl", '{"tokens": ["The", "cat"], "tags": ["DT"]}\n'),
          "train.jsonl:1: 2 tokens but 1 tags; give one tag per token"),
+    Case("profile_steps_backwards", "`profile_steps` \"5,3\": the last step to trace before the first", NOTHING,
+         lambda s: _pretrain(s.good, '{"profile_steps": "5,3"}', "m_profile"),
+         "profile_steps is '5,3'; give the first and last training step to trace as \"A,B\" with 1 <= A <= B"),
 ]
 
 

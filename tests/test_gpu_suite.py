@@ -60,19 +60,23 @@ def test_a_figure_past_its_timeout_is_stopped_with_what_it_started_and_its_row_s
 
 
 def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
-  """One GPU: Small and Base with the defaults (XLA auto) in bfloat16, then float32, Small without XLA, the GPU
-  tests, fine-tuning on sst and squad, accumulation, the input pipeline; several GPUs add mirrored rows."""
+  """One GPU: Small and Base with the defaults (XLA auto) in bfloat16 with their profiles, the GPU tests, then
+  float32, Small without XLA, fine-tuning on sst and squad, accumulation, the input pipeline; several GPUs add
+  mirrored rows."""
   suite = _suite()
   args = suite.argparse.Namespace(parts="pretrain,tests,finetune,squad,accumulation,input", sizes="small,base",
                                   dtypes="bfloat16,float32", quick=False)
   labels = [f.label for f in suite.plan(args, 1, "/w")]
   assert labels == ["pre-training small bfloat16 XLA auto one_device", "pre-training base bfloat16 XLA auto one_device",
-                    "pre-training small float32 XLA auto one_device", "pre-training base float32 XLA auto one_device",
-                    "pre-training small float32 XLA off one_device", "GPU tests", "fine-tuning sst small",
-                    "fine-tuning sst base", "fine-tuning squad small", "fine-tuning squad base",
-                    "gradient accumulation, base", "input pipeline"]
-  tests = suite.plan(args, 1, "/w")[5].argv
+                    "GPU tests", "pre-training small float32 XLA auto one_device",
+                    "pre-training base float32 XLA auto one_device", "pre-training small float32 XLA off one_device",
+                    "fine-tuning sst small", "fine-tuning sst base", "fine-tuning squad small",
+                    "fine-tuning squad base", "gradient accumulation, base", "input pipeline"]
+  figures = suite.plan(args, 1, "/w")
+  tests = figures[2].argv
   assert tests[:2] == ["-m", "pytest"] and all((REPO_ROOT / t).is_file() for t in suite.GPU_TESTS)
+  profiled = [f.label for f in figures if "--profile-steps" in f.argv]
+  assert profiled == labels[:2]  # the targets' rows say where their time goes
   mirrored = [f.label for f in suite.plan(args, 2, "/w") if "mirrored" in f.label]
   assert mirrored == ["pre-training small bfloat16 XLA auto mirrored", "pre-training base bfloat16 XLA auto mirrored"]
 
@@ -133,3 +137,23 @@ def test_the_report_names_the_commit_and_versions():
   assert text.startswith("# GPU suite, 2026-01-01\n\nCommand: `python x`, 420 s in all. Commit abc1234. GPUs: H200")
   assert "CUDA 12.5, cuDNN 9. XLA_FLAGS: `--xla_gpu_enable_triton_gemm=false (the project's)`." in text
   assert "| a.py | 12 passed in 30.0s |" in text
+
+
+def test_the_report_says_where_the_profiled_rows_time_goes():
+  env = {"date": "2026-01-01", "commit": "abc1234", "gpus": ["H200"], "cpu_cores": 16, "tensorflow": "2.21.0",
+         "cuda": "12.5", "cudnn": "9", "xla_flags": ""}
+  profile = {"source": "GPU:0", "steps": 3, "kernels_per_step": 2400.0, "kernel_ms_per_step": 20.0,
+             "busy_ms_per_step": 19.0, "wall_ms_per_step": 33.0, "busy_fraction": 19 / 33,
+             "categories": [{"category": "matrix products", "ms_per_step": 8.0, "share": 0.4}],
+             "top_families": [{"family": "loop_add_fusion", "ms_per_step": 3.0, "share": 0.15}],
+             "top_kernels": [{"kernel": "loop_add_fusion_3", "per_step": 1.0, "ms_per_step": 0.5, "share": 0.025}]}
+  rows = [{"strategy": "one_device", "size": "small", "dtype": "bfloat16", "xla_setting": "auto", "xla": True,
+           "seq_per_s": 3900.0, "first_call_s": 100.0, "profile": profile},
+          {"strategy": "one_device", "size": "base", "dtype": "bfloat16", "xla_setting": "auto", "xla": True,
+           "seq_per_s": 1000.0, "first_call_s": 150.0, "profile": {"error": "RuntimeError: no CUPTI"}}]
+  lines = _suite().report(env, {"pretrain": rows}, "python x", 400.0).splitlines()
+  where = lines.index("## Where the time goes")
+  assert ("small bfloat16 (XLA True): GPU:0, 3 steps: 2,400 kernels per step, 20.00 ms of kernels and 19.00 ms "
+          "busy per step in 33.00 ms of wall time (busy 58%).") in lines[where:]
+  assert "| matrix products | 8.000 | 40.0% |" in lines[where:]
+  assert "base bfloat16 (XLA True): no profile: RuntimeError: no CUPTI" in lines[where:]

@@ -9,6 +9,7 @@ The training lifecycle (docs/architecture.md):
 - ``training_log``: what a run logs (metrics, learning rate, throughput, ETA) to TensorBoard, the progress
   bar and the log lines.
 - ``controller``: the host loop around the compiled loop: interval hooks, stop signals, the NaN line.
+- ``profiling``: ``profile_steps``, TensorFlow's profiler over chosen steps and a line on where their time went.
 - ``checkpointing``: checkpoints that hold the input position (constant-time resume), chief and worker
   directories, the damaged-checkpoint fallback.
 - ``loss_scale``: dynamic loss scaling for float16.

@@ -43,7 +43,8 @@ class Hook:
 class Controller:
   """Runs ``loop`` from the step in ``step_var`` to ``target``.
 
-  ``intervals``: further steps at which compiled loops end (e.g. where a log line is due within a loop).
+  ``intervals``: further steps at which compiled loops end (e.g. where a log line is due within a loop);
+  ``stops``: single steps at which a compiled loop ends (where a profile starts and ends).
   ``save(step)`` writes a checkpoint (called on a stop signal unless ``saved_at(step)``); ``latest()`` names
   the last good checkpoint for the NaN message; ``error_type`` is the job's ``ElectraError`` subclass and
   ``nan_advice`` the fix the NaN line suggests.
@@ -52,11 +53,13 @@ class Controller:
   def __init__(self, loop, step_var, iterations_per_loop: int, hooks: typing.Sequence[Hook],
                save: typing.Callable[[int], typing.Any], saved_at: typing.Callable[[int], bool],
                latest: typing.Callable[[], typing.Optional[str]], error_type=ElectraError,
-               nan_advice: str = "lower learning_rate", intervals: typing.Sequence[int] = ()):
+               nan_advice: str = "lower learning_rate", intervals: typing.Sequence[int] = (),
+               stops: typing.Sequence[int] = ()):
     self.loop, self.step_var, self.iterations_per_loop = loop, step_var, iterations_per_loop
     self.hooks, self.save, self.saved_at, self.latest = list(hooks), save, saved_at, latest
     self.error_type, self.nan_advice = error_type, nan_advice
     self.intervals = [h.every for h in self.hooks if h.every] + [every for every in intervals if every]
+    self.stops = list(stops)
     self.stop_signal = None
     self.finish_requested = False
 
@@ -71,7 +74,9 @@ class Controller:
     with stop_requests() as stop:
       while step < target:
         start = time.perf_counter()
-        totals, done, bad = self.loop(iterator, loop_length(step, target, self.iterations_per_loop, *self.intervals))
+        n = min([loop_length(step, target, self.iterations_per_loop, *self.intervals)]
+                + [stop - step for stop in self.stops if stop > step])
+        totals, done, bad = self.loop(iterator, n)
         done, bad = int(done.numpy()), int(bad.numpy())
         if bad >= 0:
           raise self.error_type(

@@ -23,7 +23,8 @@ The runner owns the rest, one policy for both jobs:
   earlier one and says in one line why a checkpoint does not fit.
 - **The host loop** (``fit``): the training log (the task's metrics with the learning rate, throughput and
   ETA in TensorBoard, the chief's only, and log lines: ``training_log``), the progress bar, the checkpoint and
-  evaluation schedules, early stopping, SIGTERM / SIGINT and the NaN line (``controller.Controller``).
+  evaluation schedules, early stopping, SIGTERM / SIGINT and the NaN line (``controller.Controller``), and the
+  ``profile_steps`` trace (``profiling.StepProfiler``).
 - **Evaluation** (``evaluate``, ``predict``): a local iterator of global batches, each replica its rows,
   outputs summed or gathered so that every worker computes what one device would (``loop.compile_eval``).
 - **Lines** (``say``): the chief's only, above the progress bar when there is one, else through the job's
@@ -42,7 +43,7 @@ from electra_tf import runtime
 from electra_tf.configs import uses_per_example_dropout
 from electra_tf.errors import ElectraError, HParamError
 from electra_tf.optimization import create_optimizer
-from electra_tf.runtime import checkpointing, controller, loop, step as train_step
+from electra_tf.runtime import checkpointing, controller, loop, profiling, step as train_step
 from electra_tf.runtime.loss_scale import DynamicLossScale
 from electra_tf.runtime.training_log import Logging, TrainingLog
 
@@ -119,7 +120,8 @@ class Runner:
     runtime.set_precision_policy(cfg.mixed_precision)
     self.chief = runtime.is_chief(strategy)
     self.use_xla, self.xla_reason = runtime.xla_choice(cfg, strategy)
-    self._compiled_once = False
+    self._compiled_once = self._profiled = False
+    self._profile_note = None
     with strategy.scope():
       self.loss_scale = DynamicLossScale() if cfg.mixed_precision == "float16" else None
       # int64: TensorFlow keeps int32 variables in host memory, which an XLA cluster on a GPU cannot read
@@ -274,17 +276,25 @@ class Runner:
     every.extend(hooks)
     if evaluate is not None and eval_every:
       every.append(Hook(evaluation, every=eval_every, final=False))
+    start, first = time.perf_counter(), int(self.step_var.numpy())
+    profiler = self._profiler(logdir, target)
+    if profiler is not None:  # stops before the other hooks (checkpoints), starts after them
+      every = [Hook(profiler.after_loop)] + every + [Hook(lambda report: profiler.start_if_due(report.step))]
     host = controller.Controller(
         self.train_loop(), self.step_var, self.cfg.iterations_per_loop, every, save=save,
         saved_at=ckpt.saved_at if ckpt is not None else (lambda step: False),
         latest=lambda: ckpt.latest if ckpt is not None else None, error_type=self.task.error_type,
-        nan_advice=NAN_ADVICE, intervals=intervals)
-    start, first = time.perf_counter(), int(self.step_var.numpy())
+        nan_advice=NAN_ADVICE, intervals=intervals, stops=profiler.stops if profiler is not None else ())
     try:
+      if profiler is not None:
+        profiler.start_if_due(first)  # a window from the run's first step
       status = host.run(iterator, target, log_fn=self.say, where=where)
       step = int(self.step_var.numpy())
       return FitResult(step, status, log.last, step - first, time.perf_counter() - start)
     finally:
+      if profiler is not None:
+        profiler.finish()
+        self._profiled = profiler.done
       self.stop_signal = host.stop_signal
       if self.bar is not None:
         self.bar.close()
@@ -293,6 +303,21 @@ class Runner:
         self.writer.flush()
       if ckpt is not None and not self.chief:
         ckpt.remove_worker_copies()
+
+  def _profiler(self, logdir: typing.Optional[str], target: int) -> typing.Optional[profiling.StepProfiler]:
+    """The ``profile_steps`` trace for a ``fit`` (the chief's; into ``logdir``) until one has traced its steps
+    (a later trial of a search, whose steps count from 1 again, is not traced), else None."""
+    window = self.cfg.profile_window()
+    if window is None or self._profiled or not self.chief:
+      return None
+    why = ("this run has no TensorBoard directory to write the trace to" if logdir is None else
+           f"training ends at step {target}, before step {window[0]}" if target < window[0] else None)
+    if why:
+      if why != self._profile_note:  # once, not again for every trial of a search
+        self.say(f"profile_steps {self.cfg.profile_steps}: {why}; nothing traced")
+      self._profile_note = why
+      return None
+    return profiling.StepProfiler(*window, logdir, self.say)
 
   # -- evaluation --------------------------------------------------------------------------------------------
 
