@@ -176,3 +176,13 @@ def test_profile_steps_traces_those_steps_of_a_run_and_changes_no_number(tmp_pat
   assert weights["plain"].keys() == weights["profiled"].keys()
   for n in weights["plain"]:
     np.testing.assert_array_equal(weights["profiled"][n], weights["plain"][n], err_msg=n)
+
+
+def test_a_worker_that_is_not_the_chief_keeps_the_loop_edges_and_traces_nothing(tmp_path):
+  from electra_tf.runtime import controller
+  said = []
+  worker = profiling.StepProfiler(3, 4, str(tmp_path), said.append, trace=False)
+  assert worker.stops == [2, 4]
+  worker.start_if_due(2)
+  worker.after_loop(controller.LoopReport(step=4, totals={}, done=2, elapsed=0.5))
+  assert worker.done and not worker.active and said == [] and not list(tmp_path.iterdir())

@@ -223,10 +223,12 @@ class StepProfiler:
   The host loop ends its compiled loops at ``stops`` (so the trace holds exactly those steps), calls
   ``start_if_due(step)`` before a compiled loop that starts after ``step``, ``after_loop(report)`` after each,
   and ``finish()`` when it stops early (a signal, early stopping). The wall time is the compiled loops' own;
-  a window that holds the first step includes tracing and compilation."""
+  a window that holds the first step includes tracing and compilation. With ``trace`` false (the workers of a
+  job but its chief) it traces nothing but keeps the same loop edges, so every worker runs the same loops."""
 
-  def __init__(self, first: int, last: int, logdir: str, say: typing.Callable[[str], typing.Any]):
-    self.first, self.last, self.logdir, self.say = first, last, logdir, say
+  def __init__(self, first: int, last: int, logdir: typing.Optional[str], say: typing.Callable[[str], typing.Any],
+               trace: bool = True):
+    self.first, self.last, self.logdir, self.say, self.trace = first, last, logdir, say, trace
     self.active = self.done = False
     self.start_step, self.steps, self.wall_s = first, 0, 0.0
 
@@ -237,7 +239,8 @@ class StepProfiler:
   def start_if_due(self, step: int):
     if self.active or self.done or not self.first - 1 <= step < self.last:
       return
-    tf.profiler.experimental.start(self.logdir)
+    if self.trace:
+      tf.profiler.experimental.start(self.logdir)
     self.active, self.start_step = True, step + 1
 
   def after_loop(self, report):
@@ -251,9 +254,10 @@ class StepProfiler:
   def finish(self):
     if not self.active:
       return
-    tf.profiler.experimental.stop()
+    if self.trace:
+      tf.profiler.experimental.stop()
     self.active, self.done = False, True
-    if not self.steps:
+    if not self.steps or not self.trace:
       return
     try:
       summary = summarize(read_trace(self.logdir), self.steps, self.wall_s)

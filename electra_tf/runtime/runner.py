@@ -305,19 +305,20 @@ class Runner:
         ckpt.remove_worker_copies()
 
   def _profiler(self, logdir: typing.Optional[str], target: int) -> typing.Optional[profiling.StepProfiler]:
-    """The ``profile_steps`` trace for a ``fit`` (the chief's; into ``logdir``) until one has traced its steps
-    (a later trial of a search, whose steps count from 1 again, is not traced), else None."""
+    """The ``profile_steps`` trace for a ``fit`` (into ``logdir``, by the chief; the other workers keep its loop
+    edges) until one has traced its steps (a later trial of a search, whose steps count from 1 again, is not
+    traced), else None."""
     window = self.cfg.profile_window()
-    if window is None or self._profiled or not self.chief:
+    if window is None or self._profiled:
       return None
-    why = ("this run has no TensorBoard directory to write the trace to" if logdir is None else
+    why = ("this run has no TensorBoard directory to write the trace to" if logdir is None and self.chief else
            f"training ends at step {target}, before step {window[0]}" if target < window[0] else None)
     if why:
       if why != self._profile_note:  # once, not again for every trial of a search
         self.say(f"profile_steps {self.cfg.profile_steps}: {why}; nothing traced")
       self._profile_note = why
       return None
-    return profiling.StepProfiler(*window, logdir, self.say)
+    return profiling.StepProfiler(*window, logdir, self.say, trace=self.chief)
 
   # -- evaluation --------------------------------------------------------------------------------------------
 
