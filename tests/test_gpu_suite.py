@@ -1,7 +1,9 @@
-"""benchmarks/gpu_suite.py where it cannot run: without TensorFlow, and without a GPU (this machine), it says
-so in one line, exits with status 2 and writes no report."""
+"""benchmarks/gpu_suite.py on a machine without a GPU: where it cannot run (without TensorFlow, without a GPU)
+it says so in one line, exits with status 2 and writes no report; its plan, time budget, targets and report;
+and every figure's flags are ones its script accepts."""
 
 import importlib.util
+import pathlib
 import sys
 import time
 
@@ -157,3 +159,38 @@ def test_the_report_says_where_the_profiled_rows_time_goes():
           "busy per step in 33.00 ms of wall time (busy 58%).") in lines[where:]
   assert "| matrix products | 8.000 | 40.0% |" in lines[where:]
   assert "base bfloat16 (XLA True): no profile: RuntimeError: no CUPTI" in lines[where:]
+
+
+def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
+  """Each figure's flags, parsed by its own script's parser (nothing runs): a flag a script renamed would
+  otherwise first show on a GPU, as a failed row."""
+  import argparse
+  suite = _suite()
+  args = suite.argparse.Namespace(parts="pretrain,tests,finetune,squad,accumulation,input", sizes="small,base",
+                                  dtypes="bfloat16,float32", quick=False)
+
+  class Parsed(Exception):
+    pass
+
+  original = argparse.ArgumentParser.parse_args
+
+  def parse_only(self, argv=None, namespace=None):
+    raise Parsed(original(self, argv, namespace))
+
+  monkeypatch.delenv("XLA_FLAGS", raising=False)  # the scripts set it on import: put back as it was after
+  monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+  monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+  figures = [f for f in suite.plan(args, 2, "/w") if f.part != "tests"]
+  assert {f.argv[0] for f in figures} == {str(REPO_ROOT / "benchmarks" / f"{name}.py") for name in
+                                          ("pretrain", "finetune", "accumulation_memory", "input_pipeline")}
+  for fig in figures:
+    spec = importlib.util.spec_from_file_location(f"figure_{pathlib.Path(fig.argv[0]).stem}", fig.argv[0])
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # by path: the checkout's finetune/ scripts share benchmarks/finetune.py's name
+    monkeypatch.setattr(sys, "argv", fig.argv)
+    with pytest.raises(Parsed) as parsed:
+      script.main() if script.main.__code__.co_argcount == 0 else script.main(fig.argv[1:])
+    flags = vars(parsed.value.args[0])
+    if fig.part == "pretrain":
+      assert flags["batch"] == 128 and flags["compare"] == "" and flags["sizes"] in ("small", "base")
+      assert flags["profile_steps"] == (suite.PROFILE_STEPS if "bfloat16 XLA auto one_device" in fig.label else 0)
