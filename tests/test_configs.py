@@ -210,7 +210,8 @@ def test_trainer_cache_shares_a_trainer_only_across_per_run_fields():
   per_run = {f.name for f in dataclasses.fields(FinetuningConfig) if f.metadata.get("per_run")}
   assert {"seed", "learning_rate", "num_train_epochs", "init_checkpoint", "data_dir"} <= per_run
   assert not per_run & {"train_batch_size", "max_seq_length", "model_size", "mixed_precision", "use_xla",
-                        "layerwise_lr_decay", "warmup_proportion", "gradient_accumulation_steps"}
+                        "layerwise_lr_decay", "warmup_proportion", "gradient_accumulation_steps",
+                        "profile_steps"}  # the runner reads it from the trainer's own config
   tasks = [types.SimpleNamespace(name="sst", head_type="classification", num_outputs=2)]
   key = TrainerCache().key
   base = FinetuningConfig.create("m", "/d")
