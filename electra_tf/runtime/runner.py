@@ -276,7 +276,7 @@ class Runner:
     every.extend(hooks)
     if evaluate is not None and eval_every:
       every.append(Hook(evaluation, every=eval_every, final=False))
-    start, first = time.perf_counter(), int(self.step_var.numpy())
+    first = int(self.step_var.numpy())
     profiler = self._profiler(logdir, target)
     if profiler is not None:  # stops before the other hooks (checkpoints), starts after them
       every = [Hook(profiler.after_loop)] + every + [Hook(lambda report: profiler.start_if_due(report.step))]
@@ -285,6 +285,7 @@ class Runner:
         saved_at=ckpt.saved_at if ckpt is not None else (lambda step: False),
         latest=lambda: ckpt.latest if ckpt is not None else None, error_type=self.task.error_type,
         nan_advice=NAN_ADVICE, intervals=intervals, stops=profiler.stops if profiler is not None else ())
+    start = time.perf_counter()
     try:
       if profiler is not None:
         profiler.start_if_due(first)  # a window from the run's first step
