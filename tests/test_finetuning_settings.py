@@ -49,6 +49,7 @@ def test_loop_length_stops_at_every_boundary():
   assert loop_length(5, 100, 30, 8, 0) == 3  # the epoch ends at step 8
   assert loop_length(8, 100, 30, 8, 20) == 8
   assert loop_length(17, 100, 30, 0, 20) == 3
+  assert loop_length(5, 100, 30, 8, stops=[2, 6]) == 1  # a single stop ahead at step 6; the one behind is passed
 
 
 def _sst_files(root, n):

@@ -19,6 +19,12 @@ def _suite():
   return module
 
 
+def _default_args(suite):
+  """The flags of ``python benchmarks/gpu_suite.py`` with none given."""
+  return suite.argparse.Namespace(parts="pretrain,tests,finetune,squad,accumulation,input", sizes="small,base",
+                                  dtypes="bfloat16,float32", quick=False)
+
+
 def test_without_tensorflow_it_says_how_to_install_it(tmp_path, monkeypatch, capsys):
   monkeypatch.setitem(sys.modules, "tensorflow", None)  # `import tensorflow` raises ImportError
   out = tmp_path / "gpu_suite.md"
@@ -66,8 +72,7 @@ def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
   float32, Small without XLA, fine-tuning on sst and squad, accumulation, the input pipeline; several GPUs add
   mirrored rows."""
   suite = _suite()
-  args = suite.argparse.Namespace(parts="pretrain,tests,finetune,squad,accumulation,input", sizes="small,base",
-                                  dtypes="bfloat16,float32", quick=False)
+  args = _default_args(suite)
   labels = [f.label for f in suite.plan(args, 1, "/w")]
   assert labels == ["pre-training small bfloat16 XLA auto one_device", "pre-training base bfloat16 XLA auto one_device",
                     "GPU tests", "pre-training small float32 XLA auto one_device",
@@ -166,8 +171,7 @@ def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
   otherwise first show on a GPU, as a failed row."""
   import argparse
   suite = _suite()
-  args = suite.argparse.Namespace(parts="pretrain,tests,finetune,squad,accumulation,input", sizes="small,base",
-                                  dtypes="bfloat16,float32", quick=False)
+  args = _default_args(suite)
 
   class Parsed(Exception):
     pass

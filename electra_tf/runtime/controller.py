@@ -74,8 +74,7 @@ class Controller:
     with stop_requests() as stop:
       while step < target:
         start = time.perf_counter()
-        n = min([loop_length(step, target, self.iterations_per_loop, *self.intervals)]
-                + [stop - step for stop in self.stops if stop > step])
+        n = loop_length(step, target, self.iterations_per_loop, *self.intervals, stops=self.stops)
         totals, done, bad = self.loop(iterator, n)
         done, bad = int(done.numpy()), int(bad.numpy())
         if bad >= 0:

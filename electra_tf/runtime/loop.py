@@ -19,13 +19,17 @@ import tensorflow as tf
 from electra_tf.optimization import accumulation_graph_options
 
 
-def loop_length(step: int, total_steps: int, iterations_per_loop: int, *intervals: int) -> int:
+def loop_length(step: int, total_steps: int, iterations_per_loop: int, *intervals: int,
+                stops: typing.Sequence[int] = ()) -> int:
   """Steps in the next compiled call: up to ``iterations_per_loop``, ending at the next multiple of each
-  non-zero interval (the host acts there) and at ``total_steps``."""
+  non-zero interval (the host acts there), at the next of ``stops`` (single steps) and at ``total_steps``."""
   n = min(iterations_per_loop, total_steps - step)
   for every in intervals:
     if every:
       n = min(n, every - step % every)
+  for stop in stops:
+    if stop > step:
+      n = min(n, stop - step)
   return max(1, n)
 
 

@@ -36,6 +36,10 @@ _HOST_PLANE = "/host:CPU"
 # lines of a device plane that repeat the streams' events grouped another way
 _DERIVED_LINES = {"XLA Modules", "XLA Ops", "TensorFlow Ops", "TensorFlow Name Scope", "Steps", "Source code",
                   "XLA TraceMe", "Launch Stats", "Framework Name Scope", "Framework Ops"}
+# what an empty trace means, in the tables and in the log line
+_NO_EVENTS = ("holds no GPU kernels or XLA operations (a CPU step without XLA: open the trace in TensorBoard; on "
+              "a GPU the profiler needs CUPTI: nvidia-cuda-cupti-cu12, or libcupti from the CUDA toolkit, on the "
+              "library path)")
 CATEGORIES = ("matrix products", "cuDNN", "XLA reductions", "XLA transposes and copies", "XLA element-wise",
               "memory copies and sets", "other")
 
@@ -182,8 +186,7 @@ def markdown(summary: dict, title: str = "") -> str:
   if "error" in summary:
     return f"{title}no profile: {summary['error']}"
   if not summary["kernels_per_step"]:
-    return (f"{title}the trace of {summary['steps']} steps holds no kernels or XLA operations (on a GPU the "
-            "profiler needs CUPTI: nvidia-cuda-cupti-cu12, or libcupti from the CUDA toolkit, on the library path)")
+    return f"{title}the trace of {summary['steps']} steps {_NO_EVENTS}"
   head = (f"{summary['source']}, {summary['steps']} steps: {summary['kernels_per_step']:,.0f} kernels per step, "
           f"{summary['kernel_ms_per_step']:.2f} ms of kernels and {summary['busy_ms_per_step']:.2f} ms busy per step")
   if "wall_ms_per_step" in summary:
@@ -206,8 +209,7 @@ def summary_line(summary: dict, first: int, last: int) -> str:
   if "error" in summary:
     return f"{head}: no summary ({summary['error']})"
   if not summary["kernels_per_step"]:
-    return (f"{head}: the trace holds no GPU kernels or XLA operations (a CPU step without XLA: open the trace in "
-            "TensorBoard; on a GPU the profiler needs CUPTI)")
+    return f"{head}: the trace {_NO_EVENTS}"
   text = f"{head}: {summary['source']}, {summary['kernels_per_step']:,.0f} kernels per step"
   if "busy_fraction" in summary:
     text += (f", busy {100 * summary['busy_fraction']:.0f}% of {summary['wall_ms_per_step']:.1f} ms per step "
