@@ -6,8 +6,9 @@
 On a machine with GPUs it runs, in this order, each figure in its own process (so one failure, slow compile
 or memory peak spoils only its own row):
 - pre-training throughput of Small and Base with the defaults (``use_xla`` auto: XLA on a GPU, with the
-  project's XLA flags) in bfloat16, each with its first (compiling) call's seconds, the target it is held to
-  and where its time goes (``PROFILE_STEPS`` more steps under TensorFlow's profiler,
+  project's XLA flags) in bfloat16, each with its first (compiling) call's seconds, the target it is held to,
+  where that call's seconds went (tracing, graph passes and conversion to HLO, XLA's HLO passes and autotuning,
+  code generation) and where a step's time goes (``PROFILE_STEPS`` more steps under TensorFlow's profiler,
   ``electra_tf/runtime/profiling.py``: kernels per step, the GPU's busy share, the costliest kernels);
 - the GPU tests (``GPU_TESTS``: the keyed random numbers, the sampler, parity with transformers, float16 loss
   scaling, the XLA choice) under pytest;
@@ -143,7 +144,8 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
     figures.append(Figure("pretrain", f"pre-training {size} {dtype} XLA {xla} {strategy}", [
         os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", "128",
         "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out]
-        + (["--profile-steps", str(PROFILE_STEPS)] if profile else []), lambda proc: _json_rows(out)))
+        + (["--profile-steps", str(PROFILE_STEPS), "--profile-first-call"] if profile else []),
+        lambda proc: _json_rows(out)))
 
   if "pretrain" in parts:  # the first dtype's defaults (the targets) with their profile, then the GPU tests
     for size in sizes:
@@ -253,6 +255,14 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
                "(`electra_tf/runtime/profiling.py`); busy: the time in which at least one kernel ran.", ""]
       for r in profiled:
         text += [profiling.markdown(r["profile"], f"{r['size']} {r['dtype']} (XLA {r['xla']})"), ""]
+    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']})", r["first_call_phases"]) for r in rows["pretrain"]
+              if r.get("first_call_phases")]
+    if phased:
+      from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)
+      text += ["## Where the first call goes", "",
+               "Seconds of the first (tracing and compiling) call with its warm-up steps, traced by TensorFlow's "
+               "profiler (`electra_tf/runtime/profiling.py`, `compile_phases`); autotuning is within the HLO "
+               "passes.", "", profiling.phases_markdown(phased), ""]
   if "tests" in rows:
     text += ["## GPU tests", "", _table(rows["tests"], ["tests", "result"]), ""]
   if "finetune" in rows:

@@ -11,7 +11,8 @@ generator and discriminator, attention included, embeddings lookups excluded) an
 device's matmul peak measured here (a large square matmul in the same dtype). Synthetic random token ids;
 the full step runs: masking, generator, Gumbel sampling, discriminator, loss, gradients, clip, AdamW.
 ``--profile-steps N`` traces N more steps with TensorFlow's profiler after the timed ones and adds where their
-time went to the row (``electra_tf/runtime/profiling.py``: kernels per step, the device's busy share, categories).
+time went to the row (``electra_tf/runtime/profiling.py``: kernels per step, the device's busy share, categories);
+``--profile-first-call`` traces the first call and adds where its tracing and compilation went.
 """
 
 import argparse
@@ -58,10 +59,12 @@ def matmul_peak_tflops(dtype: str, n: int) -> float:
   return 2 * n ** 3 * reps / (time.perf_counter() - start) / 1e12
 
 
-def bench_ours(cfg, steps: int, warmup: int, profile_steps: int = 0, profile: dict = None) -> tuple:
+def bench_ours(cfg, steps: int, warmup: int, profile_steps: int = 0, profile: dict = None,
+               first_call_phases: dict = None) -> tuple:
   """(sequences/s over the timed steps, seconds of the first call: tracing, compiling and the warm-up steps,
   whether the step is XLA-compiled). With ``profile_steps``, traces that many more steps and puts
-  ``profiling.summarize``'s dict in ``profile``."""
+  ``profiling.summarize``'s dict in ``profile``; with a ``first_call_phases`` dict, traces the first call too and
+  puts ``profiling.compile_phases`` in it."""
   import tensorflow as tf
   from electra_tf.pretraining import masking, trainer
   from electra_tf.runtime import profiling
@@ -74,9 +77,14 @@ def bench_ours(cfg, steps: int, warmup: int, profile_steps: int = 0, profile: di
   ds = tf.data.Dataset.from_tensors(batch).repeat()
   iterator = iter(ds)  # the trainer's loop reads global batches from a local iterator
   train_loop = t.runner.train_loop()
-  start = time.perf_counter()
-  train_loop(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
-  first_call = time.perf_counter() - start
+  first = lambda: train_loop(iterator, tf.constant(warmup))[1].numpy()  # trace + compile
+  if first_call_phases is not None:
+    space, first_call = profiling.record(first)
+    first_call_phases.update(profiling.compile_phases(space, first_call))
+  else:
+    start = time.perf_counter()
+    first()
+    first_call = time.perf_counter() - start
   start = time.perf_counter()
   train_loop(iterator, tf.constant(steps))[1].numpy()
   seqs = steps * b / (time.perf_counter() - start)
@@ -190,6 +198,8 @@ def main(argv=None):
                        "or TensorFlow's Philox per replica")
   ap.add_argument("--profile-steps", type=int, default=0,
                   help="trace this many more steps (ours) after the timed ones: where their time goes, in the row")
+  ap.add_argument("--profile-first-call", action="store_true",
+                  help="trace the first call (ours) too: where its tracing and compilation went, in the row")
   ap.add_argument("--json", help="also write the results here")
   args = ap.parse_args(argv)
   import tensorflow as tf
@@ -223,8 +233,8 @@ def main(argv=None):
                                        per_example_dropout=dropout == "keyed")
         flops = training_flops_per_sequence(cfg)
         # each gives (sequences/s, the first call's seconds or None where not timed, whether XLA compiled the step)
-        profile = {}
-        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup, args.profile_steps, profile))]
+        profile, phases = {}, {} if args.profile_first_call else None
+        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup, args.profile_steps, profile, phases))]
         if "hf" in args.compare.split(",") and xla:
           impls.append(("transformers-torch", lambda: (bench_hf_torch(cfg, steps, args.warmup, dtype), None, None)))
         if "tfm" in args.compare.split(",") and xla is not None:
@@ -247,13 +257,17 @@ def main(argv=None):
                      first_call_s=first_call)
           if name == "electra_tf" and profile:
             row["profile"] = profile
+          if name == "electra_tf" and phases:
+            row["first_call_phases"] = phases
           rows.append(row)
           print(f"{name:20s} {size:6s} {dtype:9s} xla={str(row['xla']):5s} dropout={str(row['dropout']):6s} "
                 f"{seqs:9.1f} seq/s "
                 f"{seqs * args.seq_len:10.0f} tok/s {tflops:7.3f} TFLOP/s {100 * row['peak_fraction']:5.1f}% of peak"
                 + (f" (first call {first_call:.1f} s)" if first_call is not None else ""), flush=True)
+          from electra_tf.runtime import profiling
+          if "first_call_phases" in row:
+            print(f"first call {profiling.first_call_line(phases)}", flush=True)
           if "profile" in row:
-            from electra_tf.runtime import profiling
             print(profiling.markdown(row["profile"], f"{name} {size} {dtype}"), flush=True)
   if args.json:
     with open(args.json, "w") as f:

@@ -4,8 +4,9 @@
 
 LOGDIR is the directory the profiler wrote (or any directory above its ``.xplane.pb``): a run's TensorBoard
 directory after ``profile_steps`` ("A,B": N = B - A + 1), or a trace of your own. The summary and what its
-figures mean: ``electra_tf/runtime/profiling.py``. ``benchmarks/pretrain.py --profile-steps N`` and
-``benchmarks/gpu_suite.py`` print the same tables for the steps they time.
+figures mean: ``electra_tf/runtime/profiling.py``. A trace that holds a first call starts with where its tracing
+and compilation went, in seconds. ``benchmarks/pretrain.py --profile-steps N`` and ``benchmarks/gpu_suite.py``
+print the same tables for the steps they time.
 """
 
 import argparse
@@ -28,7 +29,11 @@ def main(argv=None) -> int:
   except FileNotFoundError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  print(profiling.markdown(profiling.summarize(space, args.steps, args.wall_s, args.top)))
+  phases = profiling.compile_phases(space, args.wall_s)
+  if phases["compiled"]:  # a trace that holds a first call: its tracing and compilation first, in seconds
+    print(profiling.phases_markdown([("traced and compiled", phases)]) + "\n")
+  print(profiling.markdown(profiling.summarize(space, args.steps, None if phases["compiled"] else args.wall_s,
+                                               args.top)))
   return 0
 
 

@@ -81,8 +81,8 @@ class RuntimeConfig(HParams):
                                           "present, off on CPUs and TPUs (a TPU compiles the step anyway)")
   profile_steps: str = field("", "\"A,B\": trace training steps A to B (from 1) with TensorFlow's profiler into the "
                                  "run's TensorBoard directory (its Profile tab) and log where their time went: "
-                                 "kernels per step, the device's busy share, the costliest kind of work; choose "
-                                 "steps after the first, which traces and compiles; \"\" for none")
+                                 "kernels per step, the device's busy share, the costliest kind of work; from "
+                                 "step 1 also where the first call's tracing and compilation went; \"\" for none")
   # TPU (reference names)
   use_tpu: bool = field(False, "run on a Cloud TPU (selects the TPU strategy)")
   num_tpu_cores: typing.Optional[int] = field(None, "TPU cores to replicate over (null = every core of the TPU); "

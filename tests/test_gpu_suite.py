@@ -154,8 +154,10 @@ def test_the_report_says_where_the_profiled_rows_time_goes():
              "categories": [{"category": "matrix products", "ms_per_step": 8.0, "share": 0.4}],
              "top_families": [{"family": "loop_add_fusion", "ms_per_step": 3.0, "share": 0.15}],
              "top_kernels": [{"kernel": "loop_add_fusion_3", "per_step": 1.0, "ms_per_step": 0.5, "share": 0.025}]}
+  phases = {"wall_s": 100.0, "tracing_s": 12.0, "to_hlo_s": 9.5, "hlo_passes_s": 30.0, "autotuning_s": 20.3,
+            "codegen_s": 40.0, "rest_s": 8.5, "compiled": True}
   rows = [{"strategy": "one_device", "size": "small", "dtype": "bfloat16", "xla_setting": "auto", "xla": True,
-           "seq_per_s": 3900.0, "first_call_s": 100.0, "profile": profile},
+           "seq_per_s": 3900.0, "first_call_s": 100.0, "profile": profile, "first_call_phases": phases},
           {"strategy": "one_device", "size": "base", "dtype": "bfloat16", "xla_setting": "auto", "xla": True,
            "seq_per_s": 1000.0, "first_call_s": 150.0, "profile": {"error": "RuntimeError: no CUPTI"}}]
   lines = _suite().report(env, {"pretrain": rows}, "python x", 400.0).splitlines()
@@ -164,6 +166,12 @@ def test_the_report_says_where_the_profiled_rows_time_goes():
           "busy per step in 33.00 ms of wall time (busy 58%).") in lines[where:]
   assert "| matrix products | 8.000 | 40.0% |" in lines[where:]
   assert "base bfloat16 (XLA True): no profile: RuntimeError: no CUPTI" in lines[where:]
+  first = lines.index("## Where the first call goes")
+  assert lines[first + 4:first + 7] == [
+      "| | in all | tracing | graph passes and conversion to HLO | XLA's HLO passes | of which autotuning | "
+      "XLA's code generation | the rest (running) |", "|---|---:|---:|---:|---:|---:|---:|---:|",
+      "| small bfloat16 (XLA True) | 100.0 | 12.0 | 9.5 | 30.0 | 20.3 | 40.0 | 8.5 |"]
+  assert not [l for l in lines[first:] if l.startswith("| base")]  # Base's row has no phases: no row
 
 
 def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
@@ -197,4 +205,6 @@ def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
     flags = vars(parsed.value.args[0])
     if fig.part == "pretrain":
       assert flags["batch"] == 128 and flags["compare"] == "" and flags["sizes"] in ("small", "base")
-      assert flags["profile_steps"] == (suite.PROFILE_STEPS if "bfloat16 XLA auto one_device" in fig.label else 0)
+      profiled = "bfloat16 XLA auto one_device" in fig.label
+      assert flags["profile_steps"] == (suite.PROFILE_STEPS if profiled else 0)
+      assert flags["profile_first_call"] == profiled

@@ -186,3 +186,67 @@ def test_a_worker_that_is_not_the_chief_keeps_the_loop_edges_and_traces_nothing(
   worker.start_if_due(2)
   worker.after_loop(controller.LoopReport(step=4, totals={}, done=2, elapsed=0.5))
   assert worker.done and not worker.active and said == [] and not list(tmp_path.iterdir())
+
+
+def test_where_a_first_call_s_seconds_went_on_a_gpu(tmp_path, capsys):
+  """A GPU first call built by hand: graph building (an inner one nested in the outer), XLA's HLO passes with
+  two autotuning events inside, code generation with its nested IR emission and PTX compilation on another
+  thread, then the steps. Seconds: tracing [0, 10), HLO passes [20, 50) (autotuning [22, 30) and [28, 35):
+  13 s), code generation [50, 90) (the PTX thread [60, 95) adds 5 s), wall 100."""
+  s = 1_000_000_000_000  # picoseconds in a second
+  space = xplane_pb2.XSpace()
+  _add_plane(space, "/host:CPU", [
+      ("python", 0, [("tf.function-graph_building", 0, 10 * s, {}),
+                     ("tf.function-graph_building", 2 * s, 5 * s, {})]),
+      ("tf_Compute/1", 0, [("GpuCompiler::RunHloPasses for a_inference_step_1", 20 * s, 30 * s, {}),
+                           ("GemmAlgorithmPicker AutotunerPass", 22 * s, 8 * s, {}),
+                           ("AutotunerCompile", 28 * s, 7 * s, {}),
+                           ("GpuCompiler::RunBackend for a_inference_step_1", 50 * s, 40 * s, {}),
+                           ("GpuCompiler::RunBackend - IR emission for a_inference_step_1", 50 * s, 10 * s, {}),
+                           ("GpuExecutable::ExecuteThunks", 96 * s, 3 * s, {})]),
+      ("tf_compile/2", 0, [("NVPTXCompiler::CompileTargetBinary - PtxToCubin for a_inference_step_1", 60 * s,
+                            35 * s, {})])])
+  _add_plane(space, "/device:GPU:0", [("Stream #7(Compute)", 0, [("loop_add_fusion", 96 * s, 1 * s, {})])])
+  phases = profiling.compile_phases(space, 100.0)
+  assert phases == {"wall_s": 100.0, "tracing_s": 10.0, "to_hlo_s": 10.0, "hlo_passes_s": 30.0, "autotuning_s": 13.0,
+                    "codegen_s": 45.0, "rest_s": 5.0, "compiled": True}
+  assert profiling.first_call_line(phases) == (
+      "100.0 s, of which tracing 10.0 s, graph passes and conversion to HLO 10.0 s, XLA's HLO passes 30.0 s (autotuning "
+      "13.0 s), XLA's code generation 45.0 s, the rest (running) 5.0 s")
+  assert profiling.compile_phases(space)["wall_s"] == 99.0  # without a wall time: the host events' span
+  run = tmp_path / "plugins" / "profile" / "2026_01_01"
+  run.mkdir(parents=True)
+  (run / "host.xplane.pb").write_bytes(space.SerializeToString())
+  assert benchmark_module("step_profile").main([str(tmp_path), "--steps", "1", "--wall-s", "100"]) == 0
+  out = capsys.readouterr().out.splitlines()  # the phases first; the kernels without a busy share
+  assert out[2] == "| traced and compiled | 100.0 | 10.0 | 10.0 | 30.0 | 13.0 | 45.0 | 5.0 |"
+  assert out[4] == "GPU:0, 1 steps: 1 kernels per step, 1000.00 ms of kernels and 1000.00 ms busy per step."
+  nothing = profiling.compile_phases(_gpu_space(), 0.1)  # the steps of a compiled step alone
+  assert not nothing["compiled"] and nothing["rest_s"] == 0.1 and profiling.first_call_line(nothing) == (
+      "0.1 s, of which the rest (running) 0.1 s")
+
+
+def test_a_first_call_on_this_cpu_is_traced_compiled_and_run_and_a_second_call_is_only_run(tmp_path):
+  """The profiler's own events: the first call of an XLA step traces it, passes it through XLA's HLO passes and
+  generates its code; a second call does none of that. A window from step 1 of ``StepProfiler`` says so in a
+  line before its summary, which then gives no busy share (its wall time is mostly compiling)."""
+  from electra_tf.runtime import controller
+  x = tf.random.stateless_normal([64, 64], seed=[1, 2])
+  step = tf.function(lambda x: tf.reduce_sum(tf.tanh(tf.matmul(x, x)) * 3.0), jit_compile=True)
+  said = []
+  window = profiling.StepProfiler(1, 1, str(tmp_path), said.append)
+  window.start_if_due(0)
+  import time
+  start = time.perf_counter()
+  step(x).numpy()
+  window.after_loop(controller.LoopReport(step=1, totals={}, done=1, elapsed=time.perf_counter() - start))
+  phases = profiling.compile_phases(profiling.read_trace(str(tmp_path)), window.wall_s)
+  assert phases["compiled"] and phases["tracing_s"] > 0 and phases["hlo_passes_s"] > 0 and phases["codegen_s"] > 0
+  assert phases["autotuning_s"] == 0  # no GPU
+  assert abs(sum(phases[k] for k, _ in profiling.FIRST_CALL_PHASES) - phases["wall_s"]) < 1e-9
+  assert len(said) == 2 and said[0] == ("profile of steps 1-1, which traced and compiled the step: "
+                                        + profiling.first_call_line(phases))
+  assert said[1].startswith("profile of steps 1-1: host CPU (XLA operations), ") and "busy" not in said[1]
+  space, wall = profiling.record(lambda: step(x).numpy())
+  again = profiling.compile_phases(space, wall)
+  assert not again["compiled"] and again["tracing_s"] == again["hlo_passes_s"] == again["codegen_s"] == 0

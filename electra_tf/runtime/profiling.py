@@ -15,6 +15,9 @@ the same summary describes a CPU step compiled with XLA.
   sets, other.
 - the kernels and kernel families (a name without its instance numbers: ``loop_add_fusion``) that take the
   most time.
+- a trace that holds a first call also tells where its tracing and compilation went (``compile_phases``):
+  tracing Python into graphs, TensorFlow's graph passes and the conversion to HLO, XLA's HLO passes (autotuning
+  among them on a GPU), XLA's code generation, and the rest.
 ``benchmarks/step_profile.py`` prints the tables of any trace directory; ``benchmarks/pretrain.py
 --profile-steps`` uses ``trace`` and ``benchmarks/gpu_suite.py`` prints its summaries. The trace is read with the
 protobuf module TensorFlow ships (``tensorflow.tsl.profiler.protobuf.xplane_pb2``).
@@ -40,6 +43,15 @@ _DERIVED_LINES = {"XLA Modules", "XLA Ops", "TensorFlow Ops", "TensorFlow Name S
 _NO_EVENTS = ("holds no GPU kernels or XLA operations (a CPU step without XLA: open the trace in TensorBoard; on "
               "a GPU the profiler needs CUPTI: nvidia-cuda-cupti-cu12, or libcupti from the CUDA toolkit, on the "
               "library path)")
+# Host events TensorFlow and XLA (2.21; the CPU and GPU back ends) record while a call traces and compiles its step
+_TRACING = ("tf.function-graph_building",)
+_HLO_PASSES = ("GpuCompiler::RunHloPasses", "HLO passes through layout assignment",
+               "HLO passes after layout assignment")
+_CODEGEN = ("GpuCompiler::RunBackend", "CpuCompiler::RunBackend", "NVPTXCompiler::")
+_AUTOTUNING = ("Autotun",)  # within a name: XLA's GPU autotuners
+FIRST_CALL_PHASES = (("tracing_s", "tracing"), ("to_hlo_s", "graph passes and conversion to HLO"),
+                     ("hlo_passes_s", "XLA's HLO passes"), ("codegen_s", "XLA's code generation"),
+                     ("rest_s", "the rest (running)"))
 CATEGORIES = ("matrix products", "cuDNN", "XLA reductions", "XLA transposes and copies", "XLA element-wise",
               "memory copies and sets", "other")
 
@@ -154,9 +166,9 @@ def summarize(space, steps: int, wall_s: typing.Optional[float] = None, top: int
   return out
 
 
-def trace(run, steps: int) -> dict:
-  """``summarize`` of one call of ``run`` (``steps`` training steps, finished when it returns: fetch a result)
-  under TensorFlow's profiler; the wall time is the call's."""
+def record(run) -> typing.Tuple[typing.Any, float]:
+  """(the trace, the wall seconds) of one call of ``run`` (finished when it returns: fetch a result) under
+  TensorFlow's profiler."""
   with tempfile.TemporaryDirectory() as logdir:
     tf.profiler.experimental.start(logdir)
     try:
@@ -165,7 +177,79 @@ def trace(run, steps: int) -> dict:
       wall = time.perf_counter() - start
     finally:
       tf.profiler.experimental.stop()
-    return summarize(read_trace(logdir), steps, wall)
+    return read_trace(logdir), wall
+
+
+def trace(run, steps: int) -> dict:
+  """``summarize`` of one call of ``run`` (``steps`` training steps) under TensorFlow's profiler; the wall time
+  is the call's."""
+  space, wall = record(run)
+  return summarize(space, steps, wall)
+
+
+def _host_plane(space):
+  return next((p for p in space.planes if p.name == _HOST_PLANE), None)
+
+
+def _host_intervals(space, names: typing.Tuple[str, ...], contains: bool = False) -> list:
+  """[(start_ps, end_ps)] of the host's events whose name starts with (``contains``: holds) one of ``names``."""
+  plane = _host_plane(space)
+  if plane is None:
+    return []
+  wanted = {}
+  for key, md in plane.event_metadata.items():
+    wanted[key] = any(n in md.name for n in names) if contains else md.name.startswith(names)
+  out = []
+  for line in plane.lines:
+    base = line.timestamp_ns * 1000
+    out += [(base + e.offset_ps, base + e.offset_ps + e.duration_ps) for e in line.events if wanted.get(e.metadata_id)]
+  return out
+
+
+def _host_span_ps(space) -> int:
+  plane = _host_plane(space)
+  ends = [(l.timestamp_ns * 1000 + e.offset_ps, l.timestamp_ns * 1000 + e.offset_ps + e.duration_ps)
+          for l in (plane.lines if plane is not None else []) for e in l.events]
+  return max(e for _, e in ends) - min(s for s, _ in ends) if ends else 0
+
+
+def compile_phases(space, wall_s: typing.Optional[float] = None) -> dict:
+  """Where a traced call that traced and compiled its step spent its seconds, from the host's events
+  (``FIRST_CALL_PHASES``; ``wall_s``: the call's seconds, else the span of the host's events):
+  - ``tracing_s``: Python traced into TensorFlow graphs (every ``tf.function``'s graph building, nested ones once);
+  - ``to_hlo_s``: from the end of tracing to XLA's first HLO pass: TensorFlow's graph passes and the conversion of
+    the graph to HLO, which record no events of their own;
+  - ``hlo_passes_s``: XLA's HLO passes, of which ``autotuning_s`` choose the matrix products' (and convolutions')
+    algorithms on a GPU;
+  - ``codegen_s``: XLA's code generation (LLVM; on a GPU also PTX and the GPU's binary);
+  - ``rest_s``: the wall time less all of these: running the steps, and TensorFlow's graph passes without XLA.
+  ``compiled``: whether anything was traced or compiled (a call of a step already compiled: every phase 0)."""
+  tracing = _host_intervals(space, _TRACING)
+  passes = _host_intervals(space, _HLO_PASSES)
+  codegen = _host_intervals(space, _CODEGEN)
+  out = {"wall_s": wall_s if wall_s is not None else _host_span_ps(space) / 1e12,
+         "tracing_s": _busy_ps(tracing) / 1e12, "to_hlo_s": 0.0, "hlo_passes_s": _busy_ps(passes) / 1e12,
+         "autotuning_s": _busy_ps(_host_intervals(space, _AUTOTUNING, contains=True)) / 1e12,
+         "codegen_s": _busy_ps(codegen) / 1e12}
+  if passes:
+    first_pass = min(s for s, _ in passes)
+    traced_before = [e for _, e in tracing if e <= first_pass]
+    if traced_before:
+      out["to_hlo_s"] = (first_pass - max(traced_before)) / 1e12
+  out["rest_s"] = max(0.0, out["wall_s"] - sum(out[k] for k in ("tracing_s", "to_hlo_s", "hlo_passes_s",
+                                                                 "codegen_s")))
+  out["compiled"] = bool(tracing or passes or codegen)
+  return out
+
+
+def first_call_line(phases: dict) -> str:
+  """``compile_phases`` in words: the wall seconds, then each phase that took any time."""
+  parts = []
+  for key, what in FIRST_CALL_PHASES:
+    if phases[key] or key == "rest_s":
+      parts.append(f"{what} {phases[key]:.1f} s" + (f" (autotuning {phases['autotuning_s']:.1f} s)"
+                                                     if key == "hlo_passes_s" and phases["autotuning_s"] else ""))
+  return f"{phases['wall_s']:.1f} s, of which " + ", ".join(parts)
 
 
 def read_trace(logdir: str):
@@ -203,6 +287,16 @@ def markdown(summary: dict, title: str = "") -> str:
   return "\n".join(lines)
 
 
+def phases_markdown(rows: typing.Sequence[typing.Tuple[str, dict]]) -> str:
+  """[(label, ``compile_phases``)] as one Markdown table of seconds (each row's autotuning is within its HLO
+  passes)."""
+  keys = ["wall_s"] + [k for k, _ in FIRST_CALL_PHASES[:3]] + ["autotuning_s"] + [k for k, _ in FIRST_CALL_PHASES[3:]]
+  names = dict(FIRST_CALL_PHASES, wall_s="in all", autotuning_s="of which autotuning")
+  lines = ["| | " + " | ".join(names[k] for k in keys) + " |", "|---|" + "---:|" * len(keys)]
+  lines += [f"| {label} | " + " | ".join(f"{phases[k]:.1f}" for k in keys) + " |" for label, phases in rows]
+  return "\n".join(lines)
+
+
 def summary_line(summary: dict, first: int, last: int) -> str:
   """One log line: kernels per step, the busy share of the wall time, the three costliest categories."""
   head = f"profile of steps {first}-{last}"
@@ -225,8 +319,9 @@ class StepProfiler:
   The host loop ends its compiled loops at ``stops`` (so the trace holds exactly those steps), calls
   ``start_if_due(step)`` before a compiled loop that starts after ``step``, ``after_loop(report)`` after each,
   and ``finish()`` when it stops early (a signal, early stopping). The wall time is the compiled loops' own;
-  a window that holds the first step includes tracing and compilation. With ``trace`` false (the workers of a
-  job but its chief) it traces nothing but keeps the same loop edges, so every worker runs the same loops."""
+  a window that holds the first call (from step 1) traced and compiled the step too, and a line before the summary
+  says where those seconds went (``compile_phases``). With ``trace`` false (the workers of a job but its chief) it
+  traces nothing but keeps the same loop edges, so every worker runs the same loops."""
 
   def __init__(self, first: int, last: int, logdir: typing.Optional[str], say: typing.Callable[[str], typing.Any],
                trace: bool = True):
@@ -261,10 +356,17 @@ class StepProfiler:
     self.active, self.done = False, True
     if not self.steps or not self.trace:
       return
+    last = self.start_step + self.steps - 1
     try:
-      summary = summarize(read_trace(self.logdir), self.steps, self.wall_s)
+      space = read_trace(self.logdir)
+      phases = compile_phases(space, self.wall_s)
+      # a window that holds the first call: no busy share of a wall time mostly spent tracing and compiling
+      summary = summarize(space, self.steps, None if phases["compiled"] else self.wall_s)
     except (OSError, ValueError) as e:  # a trace that cannot be read leaves the run alone
-      summary = {"error": f"{type(e).__name__}: {e}"}
-    self.say(f"{summary_line(summary, self.start_step, self.start_step + self.steps - 1)}; trace in "
+      summary, phases = {"error": f"{type(e).__name__}: {e}"}, {"compiled": False}
+    if phases["compiled"]:
+      self.say(f"profile of steps {self.start_step}-{last}, which traced and compiled the step: "
+               f"{first_call_line(phases)}")
+    self.say(f"{summary_line(summary, self.start_step, last)}; trace in "
              f"{os.path.join(self.logdir, 'plugins', 'profile')} (TensorBoard's Profile tab; tables: python "
              f"benchmarks/step_profile.py {self.logdir} --steps {self.steps})")
