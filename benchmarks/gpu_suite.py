@@ -12,6 +12,8 @@ or memory peak spoils only its own row):
   ``electra_tf/runtime/profiling.py``: kernels per step, the GPU's busy share, the costliest kernels);
 - the GPU tests (``GPU_TESTS``: the keyed random numbers, the sampler, parity with transformers, float16 loss
   scaling, the XLA choice) under pytest;
+- Small's first row again with the project's XLA flags less parallel code generation (``SERIAL_XLA_FLAGS``),
+  with its first call's phases: what compiling on every host core saves;
 - Small and Base with the defaults in float32 (TF32), Small in float32 without XLA, and Small and Base in
   bfloat16 on every GPU (``--strategy mirrored``) when there are several (``benchmarks/pretrain.py``);
 - fine-tuning throughput of Small and Base on ``sst`` (length 128) and ``squad`` (length 384), bfloat16 with
@@ -50,6 +52,8 @@ GPU_TESTS = ["tests/test_pretraining_random_ops.py", "tests/test_pretraining_sam
 # (size, dtype): sequences/s one H200 should reach with the defaults; every default first call within 60 s
 TARGETS = {("small", "bfloat16"): 8000, ("base", "bfloat16"): 2500}
 FIRST_CALL_TARGET_S = 60
+# the project's XLA flags without parallel code generation: a row beside the defaults shows what that changes
+SERIAL_XLA_FLAGS = " ".join(f for f in runtime.GPU_XLA_FLAGS.split() if f not in runtime.PARALLEL_COMPILATION_FLAGS.split())
 PROFILE_STEPS = 3  # steps the defaults' rows trace after their timed ones (electra_tf/runtime/profiling.py)
 
 
@@ -59,6 +63,7 @@ class Figure:
   label: str  # what it is, in the progress lines and in a failed row
   argv: list  # after ``python``
   parse: typing.Callable[[subprocess.CompletedProcess], list]  # the finished process -> rows
+  xla_flags: typing.Optional[str] = None  # XLA_FLAGS for its process instead of the project's (in its rows)
 
 
 def gpus() -> list:
@@ -94,11 +99,12 @@ def environment() -> dict:
   return info
 
 
-def _run(args: list, timeout: int) -> subprocess.CompletedProcess:
+def _run(args: list, timeout: int, xla_flags: typing.Optional[str] = None) -> subprocess.CompletedProcess:
   """One figure's process (its own process group); one that runs past ``timeout`` seconds is killed with every
   process it started and reads as a failure that says so."""
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **({"XLA_FLAGS": xla_flags} if xla_flags is not None else {})}
   with subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        cwd=REPO, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, start_new_session=True) as proc:
+                        cwd=REPO, env=env, start_new_session=True) as proc:
     try:
       out, err = proc.communicate(timeout=timeout)
       return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -139,13 +145,14 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
   steps = "5" if args.quick else "20"
   figures = []
 
-  def pretraining(size, dtype, xla, strategy="one_device", profile=False):
-    out = os.path.join(work, f"pretrain_{size}_{dtype}_{xla}_{strategy}.json")
-    figures.append(Figure("pretrain", f"pre-training {size} {dtype} XLA {xla} {strategy}", [
+  def pretraining(size, dtype, xla, strategy="one_device", profile=False, phases=False, xla_flags=None):
+    out = os.path.join(work, f"pretrain_{size}_{dtype}_{xla}_{strategy}{'_flags' if xla_flags else ''}.json")
+    label = f"pre-training {size} {dtype} XLA {xla} {strategy}" + (f", XLA_FLAGS={xla_flags}" if xla_flags else "")
+    figures.append(Figure("pretrain", label, [
         os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", "128",
         "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out]
-        + (["--profile-steps", str(PROFILE_STEPS), "--profile-first-call"] if profile else []),
-        lambda proc: _json_rows(out)))
+        + (["--profile-steps", str(PROFILE_STEPS)] if profile else [])
+        + (["--profile-first-call"] if profile or phases else []), lambda proc: _json_rows(out), xla_flags))
 
   if "pretrain" in parts:  # the first dtype's defaults (the targets) with their profile, then the GPU tests
     for size in sizes:
@@ -153,7 +160,8 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
   if "tests" in parts:
     figures.append(Figure("tests", "GPU tests", ["-m", "pytest", "-q", "-p", "no:cacheprovider", *GPU_TESTS],
                           _pytest_summary))
-  if "pretrain" in parts:
+  if "pretrain" in parts:  # the first call without parallel code generation: what those flags do
+    pretraining(sizes[0], dtypes[0], "auto", phases=True, xla_flags=SERIAL_XLA_FLAGS)
     for dtype in dtypes[1:]:
       for size in sizes:
         pretraining(size, dtype, "auto")
@@ -192,7 +200,7 @@ def run_figures(figures: typing.List[Figure], budget: typing.Optional[float], fi
       print(f"{fig.label}: not run (budget spent)", flush=True)
       continue
     timeout = int(min(figure_timeout, left) if left is not None else figure_timeout)
-    proc = _run(fig.argv, timeout)
+    proc = _run(fig.argv, timeout, fig.xla_flags)
     print(f"{fig.label}: {_last_line(proc.stdout, proc.stderr)}", flush=True)
     try:  # the tests report failures with a non-zero status
       found = fig.parse(proc) if proc.returncode == 0 or (fig.part == "tests" and proc.returncode != 124) else []
@@ -201,6 +209,8 @@ def run_figures(figures: typing.List[Figure], budget: typing.Optional[float], fi
     error = _last_line(proc.stderr, proc.stdout)
     if proc.returncode == 124 and timeout < figure_timeout:
       error = f"stopped after {timeout} s, when the suite's time budget ran out (--budget 0 runs every figure)"
+    if fig.xla_flags is not None:
+      found = [dict(r, xla_flags=fig.xla_flags) for r in found]
     rows.setdefault(fig.part, []).extend(found or [{"label": fig.label, "error": error}])
   return rows
 
@@ -210,7 +220,8 @@ def with_targets(rows: list) -> list:
   out = []
   for r in rows:
     target = TARGETS.get((r.get("size"), r.get("dtype")))
-    if "error" in r or r.get("xla_setting") != "auto" or r.get("strategy") != "one_device" or target is None:
+    if ("error" in r or r.get("xla_setting") != "auto" or r.get("strategy") != "one_device" or target is None
+        or "xla_flags" in r):
       out.append(r)
       continue
     first_call = r.get("first_call_s")
@@ -245,8 +256,9 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
           f"{env['cudnn']}. XLA_FLAGS: `{env['xla_flags']}`.", ""]
   if "pretrain" in rows:
     text += ["## Pre-training throughput (synthetic ids, batch 128, length 128)", "",
-             _table(with_targets(rows["pretrain"]), ["strategy", "size", "dtype", "xla_setting", "xla", "seq_per_s",
-                                                     "tflops", "peak_fraction", "first_call_s", "target"]), ""]
+             _table([dict(r, xla_flags=r.get("xla_flags", "the project's")) for r in with_targets(rows["pretrain"])],
+                    ["strategy", "size", "dtype", "xla_setting", "xla", "xla_flags", "seq_per_s", "tflops",
+                     "peak_fraction", "first_call_s", "target"]), ""]
     profiled = [r for r in rows["pretrain"] if r.get("profile")]
     if profiled:
       from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)
@@ -255,8 +267,9 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
                "(`electra_tf/runtime/profiling.py`); busy: the time in which at least one kernel ran.", ""]
       for r in profiled:
         text += [profiling.markdown(r["profile"], f"{r['size']} {r['dtype']} (XLA {r['xla']})"), ""]
-    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']})", r["first_call_phases"]) for r in rows["pretrain"]
-              if r.get("first_call_phases")]
+    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']})" + (f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r
+                                                                 else ""), r["first_call_phases"])
+              for r in rows["pretrain"] if r.get("first_call_phases")]
     if phased:
       from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)
       text += ["## Where the first call goes", "",

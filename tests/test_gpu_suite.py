@@ -45,6 +45,14 @@ def test_without_a_gpu_it_says_so(tmp_path, capsys):
                  "in benchmarks/README.md"] and not out.exists()
 
 
+def test_a_figure_runs_with_its_own_xla_flags_or_the_suite_s():
+  suite = _suite()
+  code = "import os; print(os.environ.get('XLA_FLAGS'))"
+  assert suite._run(["-c", code], timeout=60, xla_flags="--xla_gpu_autotune_level=0").stdout.strip() == (
+      "--xla_gpu_autotune_level=0")
+  assert suite._run(["-c", code], timeout=60).stdout.strip() == str(suite.os.environ.get("XLA_FLAGS"))
+
+
 def test_a_figure_past_its_timeout_is_stopped_with_what_it_started_and_its_row_says_so(tmp_path):
   suite = _suite()
   child = tmp_path / "child.pid"
@@ -68,14 +76,17 @@ def test_a_figure_past_its_timeout_is_stopped_with_what_it_started_and_its_row_s
 
 
 def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
-  """One GPU: Small and Base with the defaults (XLA auto) in bfloat16 with their profiles, the GPU tests, then
-  float32, Small without XLA, fine-tuning on sst and squad, accumulation, the input pipeline; several GPUs add
-  mirrored rows."""
+  """One GPU: Small and Base with the defaults (XLA auto) in bfloat16 with their profiles, the GPU tests, Small
+  again without parallel code generation, then float32, Small without XLA, fine-tuning on sst and squad,
+  accumulation, the input pipeline; several GPUs add mirrored rows."""
   suite = _suite()
   args = _default_args(suite)
   labels = [f.label for f in suite.plan(args, 1, "/w")]
+  serial = "--xla_gpu_enable_triton_gemm=false"
+  assert suite.SERIAL_XLA_FLAGS == serial and suite.runtime.GPU_XLA_FLAGS.startswith(serial + " ")
   assert labels == ["pre-training small bfloat16 XLA auto one_device", "pre-training base bfloat16 XLA auto one_device",
-                    "GPU tests", "pre-training small float32 XLA auto one_device",
+                    "GPU tests", f"pre-training small bfloat16 XLA auto one_device, XLA_FLAGS={serial}",
+                    "pre-training small float32 XLA auto one_device",
                     "pre-training base float32 XLA auto one_device", "pre-training small float32 XLA off one_device",
                     "fine-tuning sst small", "fine-tuning sst base", "fine-tuning squad small",
                     "fine-tuning squad base", "gradient accumulation, base", "input pipeline"]
@@ -84,6 +95,8 @@ def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
   assert tests[:2] == ["-m", "pytest"] and all((REPO_ROOT / t).is_file() for t in suite.GPU_TESTS)
   profiled = [f.label for f in figures if "--profile-steps" in f.argv]
   assert profiled == labels[:2]  # the targets' rows say where their time goes
+  assert [f.label for f in figures if "--profile-first-call" in f.argv] == labels[:2] + [labels[3]]
+  assert [f.xla_flags for f in figures[:4]] == [None, None, None, serial]
   mirrored = [f.label for f in suite.plan(args, 2, "/w") if "mirrored" in f.label]
   assert mirrored == ["pre-training small bfloat16 XLA auto mirrored", "pre-training base bfloat16 XLA auto mirrored"]
 
@@ -94,7 +107,7 @@ def test_figures_past_the_budget_are_not_started_and_a_failure_keeps_its_row(mon
   suite = _suite()
   now, timeouts = [0.0], []
 
-  def fake_run(args, timeout):
+  def fake_run(args, timeout, xla_flags):
     timeouts.append(timeout)
     now[0] += 100.0  # each figure takes 100 s
     if args == ["fails"]:
@@ -102,10 +115,11 @@ def test_figures_past_the_budget_are_not_started_and_a_failure_keeps_its_row(mon
     return suite.subprocess.CompletedProcess(args, 0, '{"seq_per_s": 1.0}\n', "")
 
   monkeypatch.setattr(suite, "_run", fake_run)
-  figures = [suite.Figure("p", f"figure {i}", ["fails"] if i == 1 else ["ok"], suite._json_lines) for i in range(4)]
+  figures = [suite.Figure("p", f"figure {i}", ["fails"] if i == 1 else ["ok"], suite._json_lines,
+                          "--flags" if i == 0 else None) for i in range(4)]
   rows = suite.run_figures(figures, 220.0, 1800, clock=lambda: now[0])
   assert timeouts == [220, 120]  # the third would start with 20 s left
-  assert rows["p"][0] == {"seq_per_s": 1.0}
+  assert rows["p"][0] == {"seq_per_s": 1.0, "xla_flags": "--flags"}  # a figure's own XLA_FLAGS are in its rows
   assert rows["p"][1] == {"label": "figure 1", "error": "stopped after 120 s, when the suite's time budget ran out "
                                                        "(--budget 0 runs every figure)"}
   assert [r["error"].startswith("not run: the suite's time budget was spent") for r in rows["p"][2:]] == [True, True]
@@ -127,6 +141,9 @@ def test_the_defaults_rows_are_held_to_their_targets():
   untimed = suite.with_targets([{"size": "small", "dtype": "bfloat16", "xla_setting": "auto", "strategy": "one_device",
                                  "seq_per_s": 9000.0, "first_call_s": None}])
   assert untimed[0]["target"].endswith("not met")  # a first call not timed is no first call within 60 s
+  other_flags = suite.with_targets([{"size": "small", "dtype": "bfloat16", "xla_setting": "auto", "seq_per_s": 9000.0,
+                                     "strategy": "one_device", "first_call_s": 30.0, "xla_flags": "--x"}])
+  assert "target" not in other_flags[0]  # the targets hold the defaults
 
 
 def test_the_tables_give_the_peak_as_a_percentage_and_failures_as_rows():
@@ -166,6 +183,8 @@ def test_the_report_says_where_the_profiled_rows_time_goes():
           "busy per step in 33.00 ms of wall time (busy 58%).") in lines[where:]
   assert "| matrix products | 8.000 | 40.0% |" in lines[where:]
   assert "base bfloat16 (XLA True): no profile: RuntimeError: no CUPTI" in lines[where:]
+  assert lines[lines.index("## Pre-training throughput (synthetic ids, batch 128, length 128)") + 4].startswith(
+      "| one_device | small | bfloat16 | auto | True | the project's | 3,900.0 |")
   first = lines.index("## Where the first call goes")
   assert lines[first + 4:first + 7] == [
       "| | in all | tracing | graph passes and conversion to HLO | XLA's HLO passes | of which autotuning | "
@@ -205,6 +224,6 @@ def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
     flags = vars(parsed.value.args[0])
     if fig.part == "pretrain":
       assert flags["batch"] == 128 and flags["compare"] == "" and flags["sizes"] in ("small", "base")
-      profiled = "bfloat16 XLA auto one_device" in fig.label
+      profiled = fig.label.endswith("bfloat16 XLA auto one_device")
       assert flags["profile_steps"] == (suite.PROFILE_STEPS if profiled else 0)
-      assert flags["profile_first_call"] == profiled
+      assert flags["profile_first_call"] == (profiled or fig.xla_flags is not None)

@@ -223,7 +223,9 @@ def test_use_xla_auto_is_off_on_a_cpu_and_on_with_the_gemm_flag_on_a_gpu(monkeyp
 
 def test_the_commands_set_the_xla_flags_before_tensorflow_starts_unless_the_user_did():
   """XLA reads XLA_FLAGS once: the command lines set the project's flags when they load, before TensorFlow is
-  imported, and keep the user's; XLA on a CPU runs with them (they concern the GPU back end only)."""
+  imported, and keep the user's; XLA on a CPU runs with them (they concern the GPU back end only, and XLA
+  aborts on a flag it does not know: this TensorFlow's XLA knows each). Code generation runs on every core the
+  process may use."""
   code = ("import os, sys\n"
           "import electra_tf.cli\n"
           "assert 'tensorflow' not in sys.modules\n"
@@ -232,7 +234,10 @@ def test_the_commands_set_the_xla_flags_before_tensorflow_starts_unless_the_user
           "print(float(tf.function(lambda x: tf.reduce_sum(x * 2.0), jit_compile=True)(tf.ones([3]))))\n")
   env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-  assert out.split() == [runtime.GPU_XLA_FLAGS, "6.0"]
+  assert out.splitlines() == [runtime.GPU_XLA_FLAGS, "6.0"]
+  assert runtime.GPU_XLA_FLAGS.split() == [
+      "--xla_gpu_enable_triton_gemm=false", "--xla_gpu_enable_llvm_module_compilation_parallelism=true",
+      f"--xla_gpu_force_compilation_parallelism={len(os.sched_getaffinity(0))}"]
   env["XLA_FLAGS"] = "--xla_gpu_autotune_level=0"
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-  assert out.split() == ["--xla_gpu_autotune_level=0", "6.0"]
+  assert out.splitlines() == ["--xla_gpu_autotune_level=0", "6.0"]

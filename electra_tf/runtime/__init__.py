@@ -35,10 +35,22 @@ import os
 
 from electra_tf.lazy_exports import lazy_exports
 
-# XLA flags the project sets for its own process, unless the user set XLA_FLAGS: XLA's Triton GEMM autotuner
-# made a bfloat16 step's first compilation on an H200 take minutes (benchmarks/README.md, "On a GPU"). They
-# concern XLA's GPU back end only.
-GPU_XLA_FLAGS = "--xla_gpu_enable_triton_gemm=false"
+
+def _host_cores() -> int:
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # not Linux
+    return os.cpu_count() or 1
+
+
+# XLA flags the project sets for its own process, unless the user set XLA_FLAGS; they concern XLA's GPU back end
+# only. No Triton GEMMs: their autotuner made a bfloat16 step's first compilation on an H200 take minutes
+# (benchmarks/README.md, "On a GPU"). Code generation on every core of the host (PARALLEL_COMPILATION_FLAGS):
+# TensorFlow hands XLA no thread pool for compiling, and without these flags XLA's GPU compiler turns the whole
+# step's LLVM module into GPU code on one thread.
+PARALLEL_COMPILATION_FLAGS = ("--xla_gpu_enable_llvm_module_compilation_parallelism=true "
+                              f"--xla_gpu_force_compilation_parallelism={_host_cores()}")
+GPU_XLA_FLAGS = f"--xla_gpu_enable_triton_gemm=false {PARALLEL_COMPILATION_FLAGS}"
 
 
 def set_default_xla_flags() -> bool:
