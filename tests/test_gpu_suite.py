@@ -227,3 +227,28 @@ def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
       profiled = fig.label.endswith("bfloat16 XLA auto one_device")
       assert flags["profile_steps"] == (suite.PROFILE_STEPS if profiled else 0)
       assert flags["profile_first_call"] == (profiled or fig.xla_flags is not None)
+
+
+def test_the_profiled_rows_run_on_this_cpu_and_reach_the_report(tmp_path):
+  """The suite's first figure and its serial-compilation twin, run for real at the tiny size with XLA (a CPU):
+  the rows the script writes carry what the report reads (the first call's phases, the step profile), so a
+  renamed key fails here rather than in a GPU run's report."""
+  suite = _suite()
+  args = suite.argparse.Namespace(parts="pretrain", sizes="tiny", dtypes="float32", quick=True)
+  figures = suite.plan(args, 1, str(tmp_path))
+  figures = [figures[0], next(f for f in figures if f.xla_flags is not None)]
+  for fig in figures:  # later flags win: the tiny model, short sequences, XLA on although there is no GPU
+    fig.argv += ["--vocab-size", "8000", "--batch", "8", "--seq-len", "32", "--xla", "on"]
+  rows = suite.run_figures(figures, None, 600)
+  assert [r.get("error") for r in rows["pretrain"]] == [None, None], rows
+  default, serial = rows["pretrain"]
+  assert "xla_flags" not in default and serial["xla_flags"] == suite.SERIAL_XLA_FLAGS
+  assert default["first_call_phases"]["compiled"] and default["first_call_phases"]["codegen_s"] > 0
+  assert default["profile"]["kernels_per_step"] > 0 and "profile" not in serial
+  env = {"date": "2026-01-01", "commit": "abc1234", "gpus": ["none"], "cpu_cores": 2, "tensorflow": "2.21.0",
+         "cuda": "-", "cudnn": "-", "xla_flags": ""}
+  lines = suite.report(env, rows, "python benchmarks/gpu_suite.py", 1.0).splitlines()
+  first = lines.index("## Where the first call goes")
+  assert lines[first + 6].startswith("| tiny float32 (XLA True) | ")
+  assert lines[first + 7].startswith(f"| tiny float32 (XLA True), XLA_FLAGS `{suite.SERIAL_XLA_FLAGS}` | ")
+  assert any(l.startswith("tiny float32 (XLA True): host CPU (XLA operations), 3 steps: ") for l in lines)
