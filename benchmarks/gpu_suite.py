@@ -53,7 +53,8 @@ GPU_TESTS = ["tests/test_pretraining_random_ops.py", "tests/test_pretraining_sam
 TARGETS = {("small", "bfloat16"): 8000, ("base", "bfloat16"): 2500}
 FIRST_CALL_TARGET_S = 60
 # the project's XLA flags without parallel code generation: a row beside the defaults shows what that changes
-SERIAL_XLA_FLAGS = " ".join(f for f in runtime.GPU_XLA_FLAGS.split() if f not in runtime.PARALLEL_COMPILATION_FLAGS.split())
+SERIAL_XLA_FLAGS = " ".join(f for f in runtime.GPU_XLA_FLAGS.split()
+                            if f not in runtime.PARALLEL_COMPILATION_FLAGS.split())
 PROFILE_STEPS = 3  # steps the defaults' rows trace after their timed ones (electra_tf/runtime/profiling.py)
 
 
@@ -267,8 +268,8 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
                "(`electra_tf/runtime/profiling.py`); busy: the time in which at least one kernel ran.", ""]
       for r in profiled:
         text += [profiling.markdown(r["profile"], f"{r['size']} {r['dtype']} (XLA {r['xla']})"), ""]
-    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']})" + (f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r
-                                                                 else ""), r["first_call_phases"])
+    flags = lambda r: f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r else ""
+    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']}){flags(r)}", r["first_call_phases"])
               for r in rows["pretrain"] if r.get("first_call_phases")]
     if phased:
       from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)

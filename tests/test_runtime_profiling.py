@@ -189,38 +189,36 @@ def test_a_worker_that_is_not_the_chief_keeps_the_loop_edges_and_traces_nothing(
 
 
 def test_where_a_first_call_s_seconds_went_on_a_gpu(tmp_path, capsys):
-  """A GPU first call built by hand: graph building (an inner one nested in the outer), XLA's HLO passes with
-  two autotuning events inside, code generation with its nested IR emission and PTX compilation on another
-  thread, then the steps. Seconds: tracing [0, 10), HLO passes [20, 50) (autotuning [22, 30) and [28, 35):
-  13 s), code generation [50, 90) (the PTX thread [60, 95) adds 5 s), wall 100."""
+  """A GPU first call built by hand, with the events XLA's GPU compiler records: graph building (an inner one
+  nested in the outer), XLA's HLO passes ("HLO Transforms") with two autotuning events inside and a kernel of
+  the autotuner's trials, no event around code generation, then the step's kernel. Seconds: tracing [0, 10),
+  HLO passes [20, 50) (autotuning [22, 30) and [28, 35): 13 s), code generation from 50 to the first kernel
+  after the passes at 96, wall 100."""
   s = 1_000_000_000_000  # picoseconds in a second
   space = xplane_pb2.XSpace()
   _add_plane(space, "/host:CPU", [
       ("python", 0, [("tf.function-graph_building", 0, 10 * s, {}),
                      ("tf.function-graph_building", 2 * s, 5 * s, {})]),
-      ("tf_Compute/1", 0, [("GpuCompiler::RunHloPasses for a_inference_step_1", 20 * s, 30 * s, {}),
-                           ("GemmAlgorithmPicker AutotunerPass", 22 * s, 8 * s, {}),
+      ("tf_Compute/1", 0, [("HLO Transforms:a_inference_step_1", 20 * s, 30 * s, {}),
+                           ("gemm-algorithm-picker", 22 * s, 8 * s, {}),
                            ("AutotunerCompile", 28 * s, 7 * s, {}),
-                           ("GpuCompiler::RunBackend for a_inference_step_1", 50 * s, 40 * s, {}),
-                           ("GpuCompiler::RunBackend - IR emission for a_inference_step_1", 50 * s, 10 * s, {}),
-                           ("GpuExecutable::ExecuteThunks", 96 * s, 3 * s, {})]),
-      ("tf_compile/2", 0, [("NVPTXCompiler::CompileTargetBinary - PtxToCubin for a_inference_step_1", 60 * s,
-                            35 * s, {})])])
-  _add_plane(space, "/device:GPU:0", [("Stream #7(Compute)", 0, [("loop_add_fusion", 96 * s, 1 * s, {})])])
+                           ("post-scheduling-passes", 55 * s, 2 * s, {})])])
+  _add_plane(space, "/device:GPU:0", [("Stream #7(Compute)", 0, [("gemm_trial", 25 * s, 1 * s, {}),
+                                                                 ("loop_add_fusion", 96 * s, 1 * s, {})])])
   phases = profiling.compile_phases(space, 100.0)
   assert phases == {"wall_s": 100.0, "tracing_s": 10.0, "to_hlo_s": 10.0, "hlo_passes_s": 30.0, "autotuning_s": 13.0,
-                    "codegen_s": 45.0, "rest_s": 5.0, "compiled": True}
+                    "codegen_s": 46.0, "rest_s": 4.0, "compiled": True}
   assert profiling.first_call_line(phases) == (
-      "100.0 s, of which tracing 10.0 s, graph passes and conversion to HLO 10.0 s, XLA's HLO passes 30.0 s (autotuning "
-      "13.0 s), XLA's code generation 45.0 s, the rest (running) 5.0 s")
-  assert profiling.compile_phases(space)["wall_s"] == 99.0  # without a wall time: the host events' span
+      "100.0 s, of which tracing 10.0 s, graph passes and conversion to HLO 10.0 s, XLA's HLO passes 30.0 s "
+      "(autotuning 13.0 s), XLA's code generation 46.0 s, the rest (running) 4.0 s")
+  assert profiling.compile_phases(space)["wall_s"] == 57.0  # without a wall time: the host events' span
   run = tmp_path / "plugins" / "profile" / "2026_01_01"
   run.mkdir(parents=True)
   (run / "host.xplane.pb").write_bytes(space.SerializeToString())
   assert benchmark_module("step_profile").main([str(tmp_path), "--steps", "1", "--wall-s", "100"]) == 0
   out = capsys.readouterr().out.splitlines()  # the phases first; the kernels without a busy share
-  assert out[2] == "| traced and compiled | 100.0 | 10.0 | 10.0 | 30.0 | 13.0 | 45.0 | 5.0 |"
-  assert out[4] == "GPU:0, 1 steps: 1 kernels per step, 1000.00 ms of kernels and 1000.00 ms busy per step."
+  assert out[2] == "| traced and compiled | 100.0 | 10.0 | 10.0 | 30.0 | 13.0 | 46.0 | 4.0 |"
+  assert out[4] == "GPU:0, 1 steps: 2 kernels per step, 2000.00 ms of kernels and 2000.00 ms busy per step."
   nothing = profiling.compile_phases(_gpu_space(), 0.1)  # the steps of a compiled step alone
   assert not nothing["compiled"] and nothing["rest_s"] == 0.1 and profiling.first_call_line(nothing) == (
       "0.1 s, of which the rest (running) 0.1 s")

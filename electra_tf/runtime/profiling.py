@@ -45,10 +45,9 @@ _NO_EVENTS = ("holds no GPU kernels or XLA operations (a CPU step without XLA: o
               "library path)")
 # Host events TensorFlow and XLA (2.21; the CPU and GPU back ends) record while a call traces and compiles its step
 _TRACING = ("tf.function-graph_building",)
-_HLO_PASSES = ("GpuCompiler::RunHloPasses", "HLO passes through layout assignment",
-               "HLO passes after layout assignment")
-_CODEGEN = ("GpuCompiler::RunBackend", "CpuCompiler::RunBackend", "NVPTXCompiler::")
-_AUTOTUNING = ("Autotun",)  # within a name: XLA's GPU autotuners
+_HLO_PASSES = ("HLO Transforms:", "HLO passes through layout assignment", "HLO passes after layout assignment")
+_CODEGEN = ("CpuCompiler::RunBackend",)  # XLA's GPU compiler records none around its code generation
+_AUTOTUNING = ("autotun", "algorithm-picker", "algorithm_picker")  # within a name, any case: XLA's GPU autotuners
 FIRST_CALL_PHASES = (("tracing_s", "tracing"), ("to_hlo_s", "graph passes and conversion to HLO"),
                      ("hlo_passes_s", "XLA's HLO passes"), ("codegen_s", "XLA's code generation"),
                      ("rest_s", "the rest (running)"))
@@ -192,13 +191,14 @@ def _host_plane(space):
 
 
 def _host_intervals(space, names: typing.Tuple[str, ...], contains: bool = False) -> list:
-  """[(start_ps, end_ps)] of the host's events whose name starts with (``contains``: holds) one of ``names``."""
+  """[(start_ps, end_ps)] of the host's events whose name starts with (``contains``: holds, in any case) one of
+  ``names``."""
   plane = _host_plane(space)
   if plane is None:
     return []
   wanted = {}
   for key, md in plane.event_metadata.items():
-    wanted[key] = any(n in md.name for n in names) if contains else md.name.startswith(names)
+    wanted[key] = any(n in md.name.lower() for n in names) if contains else md.name.startswith(names)
   out = []
   for line in plane.lines:
     base = line.timestamp_ns * 1000
@@ -221,7 +221,9 @@ def compile_phases(space, wall_s: typing.Optional[float] = None) -> dict:
     the graph to HLO, which record no events of their own;
   - ``hlo_passes_s``: XLA's HLO passes, of which ``autotuning_s`` choose the matrix products' (and convolutions')
     algorithms on a GPU;
-  - ``codegen_s``: XLA's code generation (LLVM; on a GPU also PTX and the GPU's binary);
+  - ``codegen_s``: XLA's code generation (LLVM; on a GPU also PTX and the GPU's binary). XLA's GPU compiler
+    records no event around it: there it is the time from the end of the HLO passes to the first GPU kernel
+    after them (the compiled step's), which also holds loading the code onto the GPU;
   - ``rest_s``: the wall time less all of these: running the steps, and TensorFlow's graph passes without XLA.
   ``compiled``: whether anything was traced or compiled (a call of a step already compiled: every phase 0)."""
   tracing = _host_intervals(space, _TRACING)
@@ -231,6 +233,12 @@ def compile_phases(space, wall_s: typing.Optional[float] = None) -> dict:
          "tracing_s": _busy_ps(tracing) / 1e12, "to_hlo_s": 0.0, "hlo_passes_s": _busy_ps(passes) / 1e12,
          "autotuning_s": _busy_ps(_host_intervals(space, _AUTOTUNING, contains=True)) / 1e12,
          "codegen_s": _busy_ps(codegen) / 1e12}
+  if passes and not codegen:
+    passes_end = max(e for _, e in passes)
+    source, kernels = _events(space)
+    after = [s for s, _, _ in kernels if s >= passes_end] if source.startswith("GPU") else []
+    if after:
+      out["codegen_s"] = (min(after) - passes_end) / 1e12
   if passes:
     first_pass = min(s for s, _ in passes)
     traced_before = [e for _, e in tracing if e <= first_pass]
