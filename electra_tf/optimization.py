@@ -121,6 +121,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   and the layer-wise keys (Keras paths differ from the reference's); unmapped variables use ``.path``.
   ``lr_multipliers``: ``{name key: multiplier}`` (see ``layerwise_lr_multipliers``) or None.
   Slots are ``adam_m`` / ``adam_v`` like the reference's.
+  Under several replicas ``apply`` takes each replica's gradients as they are: the caller sums them over the
+  replicas (the replica step does, before it clips them), where a Keras optimizer would all-reduce them again.
   """
 
   def __init__(self, learning_rate, weight_decay_rate: float = 0.0, beta_1: float = 0.9,
@@ -156,6 +158,11 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     self._decays = [self.weight_decay_rate if self.uses_weight_decay(n) else 0.0 for n in names]
     self._multipliers = [lr_multiplier_for(n, self.lr_multipliers) if self.lr_multipliers else 1.0
                          for n in names]
+
+  def _all_reduce_sum_gradients(self, grads_and_vars):
+    """Keras's TensorFlow back end sums the gradients over the replicas here; they are summed already (one
+    all-reduce per step, not two)."""
+    return list(grads_and_vars)
 
   def update_step(self, gradient, variable, learning_rate):
     i = self._get_variable_index(variable)

@@ -134,3 +134,36 @@ def test_a_later_optimizer_calls_the_update_already_traced_for_its_shapes():
   assert optimization._adam_update.experimental_get_tracing_count() == traced  # pylint: disable=protected-access
   for a, b in zip(first, second):
     np.testing.assert_array_equal(a, b)
+
+
+def test_under_two_replicas_each_applies_its_gradient_as_it_is():
+  """The replica step sums the gradients over the replicas itself (one all-reduce per step), so the optimizer
+  must not sum them again: with replica 0's gradient zero and replica 1's (1, -1), each mirrored copy moves by
+  its own replica's gradient (a sum inside ``apply`` would move both copies alike). Two logical CPUs, in a
+  process of its own."""
+  import os
+  import subprocess
+  import sys
+  from conftest import REPO_ROOT
+  code = ("import sys\n"
+          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
+          "from conftest import use_two_logical_cpus\n"
+          "use_two_logical_cpus()\n"
+          "import keras\n"
+          "import tensorflow as tf\n"
+          "from electra_tf.optimization import AdamWeightDecay\n"
+          "strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])\n"
+          "with strategy.scope():\n"
+          "  v = keras.Variable([1.0, 1.0], name='w')\n"
+          "  opt = AdamWeightDecay(learning_rate=0.1)\n"
+          "  opt.build([v])\n"
+          "def replica():\n"
+          "  r = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)\n"
+          "  opt.apply([r * tf.constant([1.0, -1.0])], [v])\n"
+          "tf.function(lambda: strategy.run(replica))()\n"
+          "print([x.numpy().tolist() for x in strategy.experimental_local_results(v.value)])\n")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
+  copies = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a list of two lists, printed above)
+  step = 0.1 * 0.1 / (math.sqrt(0.001) + 1e-6)  # lr * m / (sqrt(v) + eps) after one step from zero slots
+  np.testing.assert_allclose(copies, [[1.0, 1.0], [1.0 - step, 1.0 + step]], rtol=1e-6)

@@ -107,15 +107,15 @@ class ReplicaStep:
     dropout_seed = replica_dropout_seed(self.seed, step, replica_id)
     if n > 1:  # XLA around the model only: cross-replica collectives stay outside the compiled cluster
       grads, values = self._grads_fn(features, step, row_offset, prepared, dropout_seed)
-      grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-      norm = self._apply(grads, n)
+      grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)  # the step's one all-reduce
+      norm = self._apply(grads)
     else:
       grads, values, norm = self._single_fn(features, step, row_offset, prepared, dropout_seed)
     return values, norm / n
 
   def _single_device_step(self, features, step, row_offset, prepared, dropout_seed):
     grads, values = self._grads(features, step, row_offset, prepared, dropout_seed)
-    return grads, values, self._apply(grads, 1)
+    return grads, values, self._apply(grads)
 
   def _grads(self, features, step, row_offset, prepared, dropout_seed):
     """Gradients and summed values of this replica's rows: at once, or over ``accumulation`` micro-batches
@@ -144,11 +144,10 @@ class ReplicaStep:
       grads = self.loss_scale.unscale(grads)
     return grads, values
 
-  def _apply(self, grads, n):
-    """Clip the global gradient and apply it (Keras all-reduce-sums across replicas, hence the 1/n)."""
+  def _apply(self, grads):
+    """Clip the global gradient (summed over the replicas already) and apply it; the optimizer applies it as it
+    is, without summing it over the replicas again (``AdamWeightDecay``)."""
     grads, norm = clip_by_global_norm(grads, CLIP_NORM)
-    if n > 1:
-      grads = [g / n for g in grads]
     apply = lambda: self.optimizer.apply(grads, self.variables)
     if self.loss_scale is None:
       apply()
