@@ -13,7 +13,7 @@ or memory peak spoils only its own row):
 - the GPU tests (``GPU_TESTS``: the keyed random numbers, the sampler, parity with transformers, float16 loss
   scaling, the XLA choice) under pytest;
 - Small's first row again with the project's XLA flags less parallel code generation (``SERIAL_XLA_FLAGS``),
-  with its first call's phases: what compiling on every host core saves;
+  with its first call's phases: what compiling on every host core changes;
 - Small and Base with the defaults in float32 (TF32), Small in float32 without XLA, and Small and Base in
   bfloat16 on every GPU (``--strategy mirrored``) when there are several (``benchmarks/pretrain.py``);
 - fine-tuning throughput of Small and Base on ``sst`` (length 128) and ``squad`` (length 384), bfloat16 with
