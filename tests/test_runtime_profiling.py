@@ -6,6 +6,7 @@ arithmetic against values worked out by hand; a real trace of an XLA-compiled st
 reading of what TensorFlow's profiler writes."""
 
 import pathlib
+import time
 
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -234,7 +235,6 @@ def test_a_first_call_on_this_cpu_is_traced_compiled_and_run_and_a_second_call_i
   said = []
   window = profiling.StepProfiler(1, 1, str(tmp_path), said.append)
   window.start_if_due(0)
-  import time
   start = time.perf_counter()
   step(x).numpy()
   window.after_loop(controller.LoopReport(step=1, totals={}, done=1, elapsed=time.perf_counter() - start))
