@@ -261,18 +261,18 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
                     ["strategy", "size", "dtype", "xla_setting", "xla", "xla_flags", "seq_per_s", "tflops",
                      "peak_fraction", "first_call_s", "target"]), ""]
     profiled = [r for r in rows["pretrain"] if r.get("profile")]
-    if profiled:
+    flags = lambda r: f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r else ""
+    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']}){flags(r)}", r["first_call_phases"])
+              for r in rows["pretrain"] if r.get("first_call_phases")]
+    if profiled or phased:
       from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)
+    if profiled:
       text += ["## Where the time goes", "",
                f"TensorFlow's profiler over {PROFILE_STEPS} steps after the timed ones "
                "(`electra_tf/runtime/profiling.py`); busy: the time in which at least one kernel ran.", ""]
       for r in profiled:
         text += [profiling.markdown(r["profile"], f"{r['size']} {r['dtype']} (XLA {r['xla']})"), ""]
-    flags = lambda r: f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r else ""
-    phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']}){flags(r)}", r["first_call_phases"])
-              for r in rows["pretrain"] if r.get("first_call_phases")]
     if phased:
-      from electra_tf.runtime import profiling  # pylint: disable=g-import-not-at-top  (loads TensorFlow)
       text += ["## Where the first call goes", "",
                "Seconds of the first (tracing and compiling) call with its warm-up steps, traced by TensorFlow's "
                "profiler (`electra_tf/runtime/profiling.py`, `compile_phases`); autotuning is within the HLO "

@@ -207,10 +207,8 @@ def _host_intervals(space, names: typing.Tuple[str, ...], contains: bool = False
 
 
 def _host_span_ps(space) -> int:
-  plane = _host_plane(space)
-  ends = [(l.timestamp_ns * 1000 + e.offset_ps, l.timestamp_ns * 1000 + e.offset_ps + e.duration_ps)
-          for l in (plane.lines if plane is not None else []) for e in l.events]
-  return max(e for _, e in ends) - min(s for s, _ in ends) if ends else 0
+  every = _host_intervals(space, ("",))  # every name starts with ""
+  return max(e for _, e in every) - min(s for s, _ in every) if every else 0
 
 
 def compile_phases(space, wall_s: typing.Optional[float] = None) -> dict:
