@@ -19,30 +19,20 @@ import socket
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
 
 
 def measure(size: str, batch: int, steps: int, xla: bool) -> float:
-  """Global sequences/s of one worker of the job TF_CONFIG describes (in this process)."""
-  from electra_tf import runtime  # pylint: disable=import-outside-toplevel
-  runtime.set_default_xla_flags()
-  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  """Global sequences/s of one worker of the job TF_CONFIG describes (in this process): ``pretrain.py``'s
+  measurement of the trainer's compiled loop after one warm-up step."""
+  import electra_tf  # pylint: disable=import-outside-toplevel,unused-import  (the timed checkout's, from PYTHONPATH,
+  # before pretrain.py puts this checkout first on sys.path: its subpackages then load from the same place)
+  from pretrain import bench_ours  # pylint: disable=import-outside-toplevel
   from electra_tf.configs import PretrainingConfig  # pylint: disable=import-outside-toplevel
-  from electra_tf.pretraining import masking, trainer  # pylint: disable=import-outside-toplevel
   cfg = PretrainingConfig.create(f"multi_worker_{size}", "/nonexistent", preset=size, train_batch_size=batch,
                                  max_seq_length=128, use_xla=xla, num_warmup_steps=0, strategy="multi_worker")
-  t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None, check_inputs=False,
-                      special=masking.SpecialIds())
-  ids = tf.random.stateless_uniform([batch, 128], [1, 2], 1000, cfg.vocab_size, dtype=tf.int32)
-  features = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
-  iterator = iter(tf.data.Dataset.from_tensors(features).repeat())
-  loop = t.runner.train_loop()
-  loop(iterator, tf.constant(1))[1].numpy()  # tracing, compiling
-  start = time.perf_counter()
-  loop(iterator, tf.constant(steps))[1].numpy()
-  return steps * batch / (time.perf_counter() - start)
+  return bench_ours(cfg, steps, warmup=1)[0]
 
 
 def _free_port() -> int:
