@@ -60,16 +60,16 @@ def matmul_peak_tflops(dtype: str, n: int) -> float:
 
 
 def bench_ours(cfg, steps: int, warmup: int, profile_steps: int = 0, profile: dict = None,
-               first_call_phases: dict = None) -> tuple:
+               first_call_phases: dict = None, strategy=None) -> tuple:
   """(sequences/s over the timed steps, seconds of the first call: tracing, compiling and the warm-up steps,
   whether the step is XLA-compiled). With ``profile_steps``, traces that many more steps and puts
   ``profiling.summarize``'s dict in ``profile``; with a ``first_call_phases`` dict, traces the first call too and
-  puts ``profiling.compile_phases`` in it."""
+  puts ``profiling.compile_phases`` in it. ``strategy``: the trainer's (default: the one ``cfg`` selects)."""
   import tensorflow as tf
   from electra_tf.pretraining import masking, trainer
   from electra_tf.runtime import profiling
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None, check_inputs=False,
-                      special=masking.SpecialIds())
+                      special=masking.SpecialIds(), strategy=strategy)
   b, n = cfg.train_batch_size, cfg.max_seq_length
   ids = tf.random.uniform([b, n], 1000, cfg.vocab_size, dtype=tf.int32, seed=1)
   ids = tf.concat([tf.fill([b, 1], 101), ids[:, 1:-1], tf.fill([b, 1], 102)], 1)
@@ -193,6 +193,9 @@ def main(argv=None):
                        "(it pins its own TensorFlow)")
   ap.add_argument("--strategy", default="one_device", choices=("one_device", "mirrored"),
                   help="mirrored: every local GPU (the global batch is split across them)")
+  ap.add_argument("--cpu-replicas", type=int, default=0,
+                  help="with --strategy mirrored and no GPU: split the CPU into this many logical devices and "
+                       "mirror the step over them (the multi-GPU step's code path, on a CPU)")
   ap.add_argument("--dropout", default="keyed", choices=("keyed", "philox", "both"),
                   help="dropout's random numbers (ours): keyed per example (the default, per_example_dropout) "
                        "or TensorFlow's Philox per replica")
@@ -210,6 +213,13 @@ def main(argv=None):
     # as it needs it instead of nearly all of it at start
     tf.config.experimental.set_memory_growth(physical, True)
   gpu = bool(gpus)
+  strategy = None
+  if args.cpu_replicas:
+    if gpu or args.strategy != "mirrored":
+      ap.error("--cpu-replicas is for --strategy mirrored on a machine without a GPU")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.cpu_replicas)
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(args.cpu_replicas)])
   batch = args.batch or (128 if gpu else 16)
   steps = args.steps or (20 if gpu else 3)
   device = tf.config.experimental.get_device_details(gpus[0]).get(
@@ -217,6 +227,8 @@ def main(argv=None):
   n_gpus = len(gpus)
   if args.strategy == "mirrored" and gpu:
     device = f"{n_gpus} x {device}"
+  elif strategy is not None:
+    device += f" as {args.cpu_replicas} mirrored logical devices"
   print(f"device: {device}; strategy {args.strategy}; batch {batch}, length {args.seq_len}, {steps} timed steps")
   peaks = {dt: matmul_peak_tflops(dt, 8192 if gpu else 2048) for dt in args.dtypes.split(",")}
   print("measured matmul peak (TFLOP/s): " + ", ".join(f"{k} {v:.3f}" for k, v in peaks.items()))
@@ -234,7 +246,8 @@ def main(argv=None):
         flops = training_flops_per_sequence(cfg)
         # each gives (sequences/s, the first call's seconds or None where not timed, whether XLA compiled the step)
         profile, phases = {}, {} if args.profile_first_call else None
-        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup, args.profile_steps, profile, phases))]
+        impls = [("electra_tf", lambda: bench_ours(cfg, steps, args.warmup, args.profile_steps, profile, phases,
+                                                      strategy))]
         if "hf" in args.compare.split(",") and xla:
           impls.append(("transformers-torch", lambda: (bench_hf_torch(cfg, steps, args.warmup, dtype), None, None)))
         if "tfm" in args.compare.split(",") and xla is not None:

@@ -1,9 +1,11 @@
 """Subprocess body of the distribution tests: trains a tiny ELECTRA (dropout on, keyed per example) and prints JSON.
 
-  python _pretraining_dist_worker.py MODE DATA_DIR MODEL_NAME WEIGHTS_NPZ
-MODE: single (one device), mirrored (two logical CPU devices), worker (MultiWorkerMirrored via TF_CONFIG).
+  python _pretraining_dist_worker.py MODE DATA_DIR MODEL_NAME WEIGHTS_NPZ [HPARAMS_JSON]
+MODE: single (one device), mirrored (two logical CPU devices), worker (MultiWorkerMirrored via TF_CONFIG),
+worker_xla (the same with use_xla). HPARAMS_JSON: more hparams (mixed_precision, gradient_accumulation_steps).
 Writes every trained weight to WEIGHTS_NPZ (keys: position in the trainer's variable list and name) and prints
-(last stdout line) {"losses": [[total, mlm, disc] per step]}.
+(last stdout line) {"losses": [[total, mlm, disc] per step], "loss_scales": [the float16 loss scale after each
+step, or null], "update_compiled": whether the optimizer's update ran as one compiled function per device}.
 """
 
 import json
@@ -16,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def main(mode, data_dir, model_name, weights_npz):
+def main(mode, data_dir, model_name, weights_npz, hparams="{}"):
   from conftest import TINY_MODEL, use_two_logical_cpus
   if mode == "mirrored":
     use_two_logical_cpus()
@@ -25,22 +27,26 @@ def main(mode, data_dir, model_name, weights_npz):
   from electra_tf.pretraining import trainer
   model = TINY_MODEL  # dropout on: its masks are keyed by the global row, as masking and sampling are
   hp = lib.tiny_hparams(model_hparam_overrides=model, num_train_steps=6, iterations_per_loop=1,
-                        save_checkpoints_steps=100, strategy={"single": "one_device", "mirrored": "mirrored",
-                                                              "worker": "multi_worker"}[mode])
+                        save_checkpoints_steps=100, use_xla=mode == "worker_xla",
+                        strategy={"single": "one_device", "mirrored": "mirrored", "worker": "multi_worker",
+                                  "worker_xla": "multi_worker"}[mode], **json.loads(hparams))
   cfg = PretrainingConfig.create(model_name, data_dir, **hp)
   t = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
   assert t.num_replicas == (1 if mode == "single" else 2), t.num_replicas
-  losses = []
+  losses, scales = [], []
 
   def record(step):  # each loop's logged values (a point after every loop)
     del step
     values = t.runner.training_log.last
     losses.append([values["total_loss"], values["mlm_loss"], values["disc_loss"]])
+    scales.append(values.get("loss_scale"))
 
   t.train(after_loop=record)
   np.savez(weights_npz, **{f"{i:03d} {v.name}": v.numpy() for i, v in enumerate(t.variables)})
-  print(json.dumps({"losses": losses}))
+  optimizer = t.replica_step.optimizer
+  compiled = optimizer.compile_per_device and optimizer._device_update.experimental_get_tracing_count() > 0  # pylint: disable=protected-access
+  print(json.dumps({"losses": losses, "loss_scales": scales, "update_compiled": bool(compiled)}))
 
 
 if __name__ == "__main__":
-  main(*sys.argv[1:5])
+  main(*sys.argv[1:6])

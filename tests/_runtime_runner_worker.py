@@ -4,7 +4,8 @@ replicas (one process: one TensorFlow start for both; only the second run makes 
 
   python _runtime_runner_worker.py JOB ROOT VOCAB
 JOB: finetune | pretrain.
-Output (last stdout line): {mode: {"replicas": n, "xla": whether the step is compiled, "weights": npz path}}
+Output (last stdout line): {mode: {"replicas": n, "xla": whether the step is compiled (on two replicas: the
+gradients and each device's optimizer update), "weights": npz path}}
 for the modes single and mirrored.
 """
 
@@ -64,8 +65,13 @@ def main(job, root, vocab):
   out = {}
   for mode in ("single", "mirrored"):
     replicas, replica_step, weights = (_finetune if job == "finetune" else _pretrain)(mode, root, vocab)
-    compiled = getattr(replica_step._grads_fn if replicas > 1 else replica_step._single_fn,  # pylint: disable=protected-access
-                       "_jit_compile", False)
+    # pylint: disable=protected-access
+    if replicas > 1:  # the gradients, and each device's optimizer update apart (traced, so it ran)
+      optimizer = replica_step.optimizer
+      compiled = (replica_step._grads_fn._jit_compile and optimizer.compile_per_device
+                  and optimizer._device_update.experimental_get_tracing_count() > 0)
+    else:
+      compiled = getattr(replica_step._single_fn, "_jit_compile", False)
     path = os.path.join(root, f"weights_{job}_{mode}.npz")
     np.savez(path, **weights)
     out[mode] = {"replicas": replicas, "xla": bool(compiled), "weights": path}

@@ -136,11 +136,37 @@ def test_a_later_optimizer_calls_the_update_already_traced_for_its_shapes():
     np.testing.assert_array_equal(a, b)
 
 
+def test_apply_if_false_keeps_weights_and_slots_and_counts_the_step():
+  """``apply_if`` (the float16 loss scale's skipped step): false leaves the weights and Adam's slots as they
+  are, even with a non-finite gradient, and advances ``iterations``; true equals ``apply`` bit for bit."""
+  import keras
+  from electra_tf.optimization import AdamWeightDecay
+
+  def make():
+    w = keras.Variable([1.0, -2.0], name="w")
+    opt = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.01)
+    opt.build([w])
+    return w, opt
+
+  state = lambda w, opt: [x.numpy().tolist() for x in (w, *opt._adam_m, *opt._adam_v)]  # pylint: disable=protected-access
+  w, opt = make()
+  opt.apply([tf.constant([0.5, 0.25])], [w])
+  w_if, opt_if = make()
+  opt_if.apply_if(tf.constant(True), [tf.constant([0.5, 0.25])], [w_if])
+  before = state(w_if, opt_if)
+  assert before == state(w, opt) and before[0] != [1.0, -2.0]
+  opt_if.apply_if(tf.constant(False), [tf.constant([np.inf, np.nan])], [w_if])
+  assert state(w_if, opt_if) == before
+  assert int(opt_if.iterations.numpy()) == 2
+
+
 def test_under_two_replicas_each_applies_its_gradient_as_it_is():
   """The replica step sums the gradients over the replicas itself (one all-reduce per step), so the optimizer
   must not sum them again: with replica 0's gradient zero and replica 1's (1, -1), each mirrored copy moves by
-  its own replica's gradient (a sum inside ``apply`` would move both copies alike). Two logical CPUs, in a
-  process of its own."""
+  its own replica's gradient (a sum inside ``apply`` would move both copies alike). Both ways of updating:
+  Keras's, per variable, and one XLA function per device (``compile_per_device``); each through
+  ``apply_if`` as the float16 loss scale calls it, a skipped second step and a third. They agree. Two logical
+  CPUs, in a process of its own."""
   import os
   import subprocess
   import sys
@@ -153,17 +179,40 @@ def test_under_two_replicas_each_applies_its_gradient_as_it_is():
           "import tensorflow as tf\n"
           "from electra_tf.optimization import AdamWeightDecay\n"
           "strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])\n"
-          "with strategy.scope():\n"
-          "  v = keras.Variable([1.0, 1.0], name='w')\n"
-          "  opt = AdamWeightDecay(learning_rate=0.1)\n"
-          "  opt.build([v])\n"
-          "def replica():\n"
-          "  r = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)\n"
-          "  opt.apply([r * tf.constant([1.0, -1.0])], [v])\n"
-          "tf.function(lambda: strategy.run(replica))()\n"
-          "print([x.numpy().tolist() for x in strategy.experimental_local_results(v.value)])\n")
+          "out = {}\n"
+          "for compiled in (False, True):\n"
+          "  with strategy.scope():\n"
+          "    w, b = keras.Variable([1.0, 1.0], name='w'), keras.Variable([0.5, -0.5], name='bias')\n"
+          "    opt = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.1)\n"
+          "    opt.build([w, b])\n"
+          "  opt.compile_per_device = compiled\n"
+          "  def replica(apply):\n"
+          "    r = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)\n"
+          "    opt.apply_if(apply, [r * tf.constant([1.0, -1.0]), r * tf.constant([2.0, 3.0])], [w, b])\n"
+          "  step = tf.function(lambda apply: strategy.run(replica, args=(apply,)))\n"
+          "  copies = lambda: [[x.numpy().tolist() for x in strategy.experimental_local_results(v.value)]\n"
+          "                    for v in (w, b)]\n"
+          "  step(tf.constant(True))\n"
+          "  first = copies()\n"
+          "  step(tf.constant(False))\n"
+          "  skipped = copies()\n"
+          "  step(tf.constant(True))\n"
+          "  traced = opt._device_update.experimental_get_tracing_count() if compiled else None\n"
+          "  out[str(compiled)] = [first, skipped, copies(), int(opt.iterations.numpy()), traced]\n"
+          "print(out)\n")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
-  copies = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a list of two lists, printed above)
-  step = 0.1 * 0.1 / (math.sqrt(0.001) + 1e-6)  # lr * m / (sqrt(v) + eps) after one step from zero slots
-  np.testing.assert_allclose(copies, [[1.0, 1.0], [1.0 - step, 1.0 + step]], rtol=1e-6)
+  runs = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a dict printed above)
+  # lr * (m / (sqrt(v) + eps) + decay * w) after one step from zero slots; no decay for the bias
+  adam = lambda g: 0.1 * (0.1 * g / (math.sqrt(0.001) * abs(g) + 1e-6)) if g else 0.0
+  w_after = lambda g: 1.0 - adam(g) - 0.1 * 0.1 * 1.0
+  expected_w = [[w_after(0.0), w_after(0.0)], [w_after(1.0), w_after(-1.0)]]
+  expected_b = [[0.5, -0.5], [0.5 - adam(2.0), -0.5 - adam(3.0)]]
+  per_variable, compiled = runs["False"], runs["True"]
+  for first, skipped, _, iterations, _ in (per_variable, compiled):
+    np.testing.assert_allclose(first[0], expected_w, rtol=1e-6)
+    np.testing.assert_allclose(first[1], expected_b, rtol=1e-6)
+    assert skipped == first and iterations == 3
+  assert per_variable[4] is None and compiled[4] == 2  # traced once for each device
+  np.testing.assert_allclose(compiled[2], per_variable[2], rtol=1e-6, atol=1e-7)
+  assert compiled[2] != compiled[0]

@@ -278,8 +278,9 @@ def _worker(job, root, vocab):
 @pytest.mark.parametrize("job", ["finetune", "pretrain"])
 def test_xla_on_two_replicas_trains_like_one_device(job, sst_root, data_dir, bert_vocab, tmp_path):
   """``use_xla`` with two replicas (MirroredStrategy on two logical CPUs): the shared policy compiles the
-  gradient computation and keeps the all-reduce outside it; the weights equal the one-device XLA run's,
-  element by element (dropout on: its masks are keyed by each example's global row)."""
+  gradient computation and each device's optimizer update, and keeps the all-reduce outside them; the weights
+  equal the one-device XLA run's, element by element (dropout on: its masks are keyed by each example's global
+  row)."""
   if job == "finetune":
     root = tmp_path / "ft"
     shutil.copytree(sst_root / "finetuning_data", root / "finetuning_data")

@@ -33,25 +33,18 @@ class DynamicLossScale:
   def unscale(self, grads):
     return [g / self.scale for g in grads]
 
-  def apply(self, norm, apply_update, step_counter):
-    """Runs ``apply_update()`` if ``norm`` (of the unscaled gradient) is finite, else skips it and advances
-    ``step_counter`` itself; updates the scale either way. Returns the norm, 0 for a skipped step."""
+  def apply(self, norm, apply_update):
+    """Runs ``apply_update(finite)``, which must update the weights only where ``finite`` (whether ``norm``, of
+    the unscaled gradient, is finite) holds and advance the step either way (``AdamWeightDecay.apply_if``), and
+    updates the scale. Returns the norm, 0 for a skipped step. No ``tf.cond``: under several replicas
+    TensorFlow cannot hold a cross-replica update (the optimizer's, or these variables') in a branch."""
     finite = tf.math.is_finite(norm)
-
-    def good():
-      apply_update()
-      grow = self.good_steps + 1 >= self.growth_interval
-      self.scale.assign(tf.where(grow, self.scale * 2.0, self.scale))
-      self.good_steps.assign(tf.where(grow, tf.constant(0, tf.int64), self.good_steps + 1))
-      return tf.constant(0)
-
-    def bad():
-      self.scale.assign(tf.maximum(self.scale / 2.0, 1.0))
-      self.good_steps.assign(tf.constant(0, tf.int64))
-      step_counter.assign_add(1)
-      return tf.constant(0)
-
-    tf.cond(finite, good, bad)
+    apply_update(finite)
+    grow = tf.logical_and(finite, self.good_steps + 1 >= self.growth_interval)
+    self.scale.assign(tf.where(finite, tf.where(grow, self.scale * 2.0, self.scale),
+                               tf.maximum(self.scale / 2.0, 1.0)))
+    self.good_steps.assign(tf.where(tf.logical_and(finite, tf.logical_not(grow)), self.good_steps + 1,
+                                    tf.constant(0, tf.int64)))
     return tf.where(finite, norm, 0.0)
 
   def checkpoint_objects(self) -> dict:

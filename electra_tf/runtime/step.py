@@ -13,12 +13,12 @@ the rest, the same way for pre-training and fine-tuning:
   one after the other (``optimization.accumulate``), their gradients and logged sums added.
 - **Loss scaling** (float16): the loss is scaled before the gradient and the gradients unscaled after; a
   step whose gradient overflows is skipped (``loss_scale.DynamicLossScale``).
-- **All-reduce, clip, apply.** Gradients are summed across replicas, clipped to global norm 1.0 (the clip
-  sees the global gradient, as on the reference's TPU) and applied once; Keras sums across replicas again
-  when it applies, hence the division by the replica count.
-- **One XLA policy** (``use_xla``): on one device the whole step (gradients and update) is compiled; on
-  several replicas only the gradient computation is, so that the cross-replica all-reduce stays outside
-  the compiled cluster; on TPU nothing is marked (the TPU compiles everything itself).
+- **All-reduce, clip, apply.** Gradients are summed across replicas (the step's one all-reduce), clipped to
+  global norm 1.0 (the clip sees the global gradient, as on the reference's TPU) and applied as they are.
+- **One XLA policy** (``use_xla``): on one device the whole step (gradients and update) is one compiled
+  function; on several replicas the gradient computation is one and each device's update another
+  (``AdamWeightDecay.compile_per_device``), so that the cross-replica all-reduce stays outside them; on TPU
+  nothing is marked (the TPU compiles everything itself).
 """
 
 import typing
@@ -96,6 +96,7 @@ class ReplicaStep:
     xla = lambda fn: tf.function(fn, jit_compile=True, autograph=False)
     self._grads_fn = xla(self._grads) if jit else self._grads
     self._single_fn = xla(self._single_device_step) if jit else self._single_device_step
+    optimizer.compile_per_device = jit and strategy.num_replicas_in_sync > 1
 
   def __call__(self, features):
     ctx = tf.distribute.get_replica_context()
@@ -105,7 +106,7 @@ class ReplicaStep:
     row_offset = replica_id * tf.shape(features["input_ids"])[0]
     prepared = self.objective.prepare(features, ctx)
     dropout_seed = replica_dropout_seed(self.seed, step, replica_id)
-    if n > 1:  # XLA around the model only: cross-replica collectives stay outside the compiled cluster
+    if n > 1:  # XLA around the gradients, and each device's update: the all-reduce stays outside both
       grads, values = self._grads_fn(features, step, row_offset, prepared, dropout_seed)
       grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)  # the step's one all-reduce
       norm = self._apply(grads)
@@ -148,8 +149,7 @@ class ReplicaStep:
     """Clip the global gradient (summed over the replicas already) and apply it; the optimizer applies it as it
     is, without summing it over the replicas again (``AdamWeightDecay``)."""
     grads, norm = clip_by_global_norm(grads, CLIP_NORM)
-    apply = lambda: self.optimizer.apply(grads, self.variables)
     if self.loss_scale is None:
-      apply()
+      self.optimizer.apply(grads, self.variables)
       return norm
-    return self.loss_scale.apply(norm, apply, self.step_var)
+    return self.loss_scale.apply(norm, lambda finite: self.optimizer.apply_if(finite, grads, self.variables))
