@@ -15,7 +15,8 @@ or memory peak spoils only its own row):
 - Small's first row again with the project's XLA flags less parallel code generation (``SERIAL_XLA_FLAGS``),
   with its first call's phases: what compiling on every host core changes;
 - Small and Base with the defaults in float32 (TF32), Small in float32 without XLA, and Small and Base in
-  bfloat16 on every GPU (``--strategy mirrored``) when there are several (``benchmarks/pretrain.py``);
+  bfloat16 on every GPU (``--strategy mirrored``, batch 128 per GPU) when there are several, with their scaling:
+  sequences/s per GPU against the one-GPU row's (``benchmarks/pretrain.py``);
 - fine-tuning throughput of Small and Base on ``sst`` (length 128) and ``squad`` (length 384), bfloat16 with
   XLA (``benchmarks/finetune.py``);
 - peak GPU memory of Base pre-training with and without gradient accumulation
@@ -146,11 +147,11 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
   steps = "5" if args.quick else "20"
   figures = []
 
-  def pretraining(size, dtype, xla, strategy="one_device", profile=False, phases=False, xla_flags=None):
+  def pretraining(size, dtype, xla, strategy="one_device", profile=False, phases=False, xla_flags=None, gpus=1):
     out = os.path.join(work, f"pretrain_{size}_{dtype}_{xla}_{strategy}{'_flags' if xla_flags else ''}.json")
     label = f"pre-training {size} {dtype} XLA {xla} {strategy}" + (f", XLA_FLAGS={xla_flags}" if xla_flags else "")
     figures.append(Figure("pretrain", label, [
-        os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", "128",
+        os.path.join(HERE, "pretrain.py"), "--sizes", size, "--dtypes", dtype, "--xla", xla, "--batch", str(128 * gpus),
         "--steps", steps, "--compare", "", "--strategy", strategy, "--json", out]
         + (["--profile-steps", str(PROFILE_STEPS)] if profile else [])
         + (["--profile-first-call"] if profile or phases else []), lambda proc: _json_rows(out), xla_flags))
@@ -170,7 +171,7 @@ def plan(args, n_gpus: int, work: str) -> typing.List[Figure]:
       pretraining(sizes[0], "float32", "off")  # what the step costs without XLA
     if n_gpus > 1:
       for size in sizes:
-        pretraining(size, dtypes[0], "auto", "mirrored")
+        pretraining(size, dtypes[0], "auto", "mirrored", gpus=n_gpus)  # the same batch per GPU
   for task, seq_len, part in (("sst", "128", "finetune"), ("squad", "384", "squad")):
     if part in parts:
       for size in sizes:
@@ -232,6 +233,21 @@ def with_targets(rows: list) -> list:
   return out
 
 
+def with_scaling(rows: list) -> list:
+  """Rows on several GPUs with their scaling: sequences/s per GPU against the one-GPU row of the same size,
+  dtype and XLA setting (100%: N GPUs do N times the work of one)."""
+  one = {(r.get("size"), r.get("dtype"), r.get("xla_setting")): r["seq_per_s"] for r in rows
+         if "error" not in r and r.get("strategy") == "one_device" and "xla_flags" not in r}
+  out = []
+  for r in rows:
+    single = one.get((r.get("size"), r.get("dtype"), r.get("xla_setting")))
+    if "error" in r or (r.get("replicas") or 1) < 2 or not single:
+      out.append(r)
+      continue
+    out.append(dict(r, scaling=f"{r['seq_per_s'] / r['replicas'] / single:.0%} of one GPU per GPU"))
+  return out
+
+
 def _table(rows: list, columns: list) -> str:
   lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
   for r in rows:
@@ -256,10 +272,12 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
           + f". Host: {env['cpu_cores']} CPU cores. TensorFlow {env['tensorflow']}, CUDA {env['cuda']}, cuDNN "
           f"{env['cudnn']}. XLA_FLAGS: `{env['xla_flags']}`.", ""]
   if "pretrain" in rows:
-    text += ["## Pre-training throughput (synthetic ids, batch 128, length 128)", "",
-             _table([dict(r, xla_flags=r.get("xla_flags", "the project's")) for r in with_targets(rows["pretrain"])],
-                    ["strategy", "size", "dtype", "xla_setting", "xla", "xla_flags", "seq_per_s", "tflops",
-                     "peak_fraction", "first_call_s", "target"]), ""]
+    rated = with_scaling(with_targets(rows["pretrain"]))
+    text += ["## Pre-training throughput (synthetic ids, batch 128 per GPU, length 128)", "",
+             _table([dict(r, xla_flags=r.get("xla_flags", "the project's")) for r in rated],
+                    ["strategy", "size", "dtype", "xla_setting", "xla", "xla_flags", "batch", "seq_per_s", "tflops",
+                     "peak_fraction", "first_call_s", "target"]
+                    + (["scaling"] if any("scaling" in r for r in rated) else [])), ""]
     profiled = [r for r in rows["pretrain"] if r.get("profile")]
     flags = lambda r: f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r else ""
     phased = [(f"{r['size']} {r['dtype']} (XLA {r['xla']}){flags(r)}", r["first_call_phases"])

@@ -225,6 +225,7 @@ def main(argv=None):
   device = tf.config.experimental.get_device_details(gpus[0]).get(
       "device_name", "GPU") if gpu else f"CPU ({os.cpu_count()} cores)"
   n_gpus = len(gpus)
+  replicas = (n_gpus if gpu else args.cpu_replicas or 1) if args.strategy == "mirrored" else 1
   if args.strategy == "mirrored" and gpu:
     device = f"{n_gpus} x {device}"
   elif strategy is not None:
@@ -264,6 +265,7 @@ def main(argv=None):
             continue
           tflops = seqs * flops / 1e12
           row = dict(impl=name, size=size, dtype=dtype, batch=batch, seq_len=args.seq_len, strategy=args.strategy,
+                     replicas=replicas,
                      xla=used_xla, xla_setting="auto" if xla is None else xla,
                      dropout=None if name != "electra_tf" else dropout, seq_per_s=seqs,
                      tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype],

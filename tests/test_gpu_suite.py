@@ -97,8 +97,28 @@ def test_the_plan_runs_the_defaults_first_then_the_tests_and_the_rest():
   assert profiled == labels[:2]  # the targets' rows say where their time goes
   assert [f.label for f in figures if "--profile-first-call" in f.argv] == labels[:2] + [labels[3]]
   assert [f.xla_flags for f in figures[:4]] == [None, None, None, serial]
-  mirrored = [f.label for f in suite.plan(args, 2, "/w") if "mirrored" in f.label]
-  assert mirrored == ["pre-training small bfloat16 XLA auto mirrored", "pre-training base bfloat16 XLA auto mirrored"]
+  mirrored = [f for f in suite.plan(args, 2, "/w") if "mirrored" in f.label]
+  assert [f.label for f in mirrored] == ["pre-training small bfloat16 XLA auto mirrored",
+                                         "pre-training base bfloat16 XLA auto mirrored"]
+  batch = lambda f: f.argv[f.argv.index("--batch") + 1]
+  assert [batch(f) for f in mirrored] == ["256", "256"] and batch(figures[0]) == "128"  # 128 per GPU
+
+
+def test_rows_on_several_gpus_give_their_scaling_against_one_gpu():
+  suite = _suite()
+  row = lambda strategy, replicas, seqs, **kw: {"size": "small", "dtype": "bfloat16", "xla_setting": "auto",
+                                                "strategy": strategy, "replicas": replicas, "seq_per_s": seqs, **kw}
+  rows = suite.with_scaling([row("one_device", 1, 8000.0), row("mirrored", 2, 14400.0),
+                             row("mirrored", 4, 9000.0, size="base"),  # no one-GPU row of its size
+                             row("one_device", 1, 5000.0, xla_flags="--x")])
+  assert [r.get("scaling") for r in rows] == [None, "90% of one GPU per GPU", None, None]
+  env = {"date": "2026-01-01", "commit": "abc1234", "gpus": ["H200"] * 2, "cpu_cores": 16, "tensorflow": "2.21.0",
+         "cuda": "12.5", "cudnn": "9", "xla_flags": ""}
+  text = suite.report(env, {"pretrain": rows}, "python x", 400.0)
+  header = next(line for line in text.splitlines() if line.startswith("| strategy"))
+  assert header.endswith("| target | scaling |") and "| 90% of one GPU per GPU |" in text
+  single = suite.report(env, {"pretrain": rows[:1]}, "python x", 400.0)
+  assert "scaling" not in single  # one GPU: no scaling column
 
 
 def test_figures_past_the_budget_are_not_started_and_a_failure_keeps_its_row(monkeypatch):
@@ -174,7 +194,7 @@ def test_the_report_says_where_the_profiled_rows_time_goes():
   phases = {"wall_s": 100.0, "tracing_s": 12.0, "to_hlo_s": 9.5, "hlo_passes_s": 30.0, "autotuning_s": 20.3,
             "codegen_s": 40.0, "rest_s": 8.5, "compiled": True}
   rows = [{"strategy": "one_device", "size": "small", "dtype": "bfloat16", "xla_setting": "auto", "xla": True,
-           "seq_per_s": 3900.0, "first_call_s": 100.0, "profile": profile, "first_call_phases": phases},
+           "batch": 128, "seq_per_s": 3900.0, "first_call_s": 100.0, "profile": profile, "first_call_phases": phases},
           {"strategy": "one_device", "size": "base", "dtype": "bfloat16", "xla_setting": "auto", "xla": True,
            "seq_per_s": 1000.0, "first_call_s": 150.0, "profile": {"error": "RuntimeError: no CUPTI"}}]
   lines = _suite().report(env, {"pretrain": rows}, "python x", 400.0).splitlines()
@@ -183,8 +203,8 @@ def test_the_report_says_where_the_profiled_rows_time_goes():
           "busy per step in 33.00 ms of wall time (busy 58%).") in lines[where:]
   assert "| matrix products | 8.000 | 40.0% |" in lines[where:]
   assert "base bfloat16 (XLA True): no profile: RuntimeError: no CUPTI" in lines[where:]
-  assert lines[lines.index("## Pre-training throughput (synthetic ids, batch 128, length 128)") + 4].startswith(
-      "| one_device | small | bfloat16 | auto | True | the project's | 3,900.0 |")
+  assert lines[lines.index("## Pre-training throughput (synthetic ids, batch 128 per GPU, length 128)") + 4].startswith(
+      "| one_device | small | bfloat16 | auto | True | the project's | 128 | 3,900.0 |")
   first = lines.index("## Where the first call goes")
   assert lines[first + 4:first + 7] == [
       "| | in all | tracing | graph passes and conversion to HLO | XLA's HLO passes | of which autotuning | "
@@ -223,7 +243,8 @@ def test_every_figure_s_command_line_is_one_its_script_accepts(monkeypatch):
       script.main() if script.main.__code__.co_argcount == 0 else script.main(fig.argv[1:])
     flags = vars(parsed.value.args[0])
     if fig.part == "pretrain":
-      assert flags["batch"] == 128 and flags["compare"] == "" and flags["sizes"] in ("small", "base")
+      assert flags["batch"] == 128 * (2 if flags["strategy"] == "mirrored" else 1)  # 128 per GPU (two here)
+      assert flags["compare"] == "" and flags["sizes"] in ("small", "base")
       profiled = fig.label.endswith("bfloat16 XLA auto one_device")
       assert flags["profile_steps"] == (suite.PROFILE_STEPS if profiled else 0)
       assert flags["profile_first_call"] == (profiled or fig.xla_flags is not None)
