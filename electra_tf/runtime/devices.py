@@ -21,9 +21,16 @@ def _tf_config_workers() -> int:
   return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
 
 
+# One strategy of each kind per process, made on first use: a second MirroredStrategy (or multi-worker one)
+# starts its collective keys where the first did, and TensorFlow then mixes up the two jobs' all-reduces ("Shape
+# mismatch in the collective instance 100"); a second TPU strategy would initialise the TPU system again.
+_STRATEGIES: typing.Dict[tuple, tf.distribute.Strategy] = {}
+
+
 def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
   """``cfg.strategy``: auto (TPU if use_tpu/tpu_name, multi-worker if TF_CONFIG names several workers,
-  Mirrored over several GPUs, else one device), one_device, mirrored, multi_worker or tpu.
+  Mirrored over several GPUs, else one device), one_device, mirrored, multi_worker or tpu. Jobs of one process
+  (pre-training then fine-tuning, several fine-tuning runs) that ask for the same kind share one strategy.
 
   Call it before anything else touches TensorFlow devices: multi-worker collectives are set up when the
   runtime starts."""
@@ -32,13 +39,20 @@ def select_strategy(cfg: RuntimeConfig) -> tf.distribute.Strategy:
     name = "tpu"
   elif name == "auto" and _tf_config_workers() > 1:
     name = "multi_worker"
+  if name == "auto":
+    name = "mirrored" if len(tf.config.list_logical_devices("GPU")) > 1 else "one_device"
+  key = ((name, cfg.tpu_name or "", cfg.tpu_zone, cfg.gcp_project, cfg.tpu_job_name, cfg.num_tpu_cores)
+         if name == "tpu" else (name,))
+  if key not in _STRATEGIES:
+    _STRATEGIES[key] = _new_strategy(name, cfg)
+  return _STRATEGIES[key]
+
+
+def _new_strategy(name: str, cfg: RuntimeConfig) -> tf.distribute.Strategy:
   if name == "multi_worker":
     return tf.distribute.MultiWorkerMirroredStrategy()
-  gpus = tf.config.list_logical_devices("GPU")
-  if name == "auto":
-    name = "mirrored" if len(gpus) > 1 else "one_device"
   if name == "one_device":
-    return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+    return tf.distribute.OneDeviceStrategy("/gpu:0" if tf.config.list_logical_devices("GPU") else "/cpu:0")
   if name == "mirrored":
     return tf.distribute.MirroredStrategy()
   resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
