@@ -97,16 +97,17 @@ def _expected_counts(arrays):
   return disc, len(arrays) - disc
 
 
-def finetune_classification(root, model_name, data_dir, n_train=64, n_dev=32):
+def finetune_classification(root, model_name, n_train=64, n_dev=32, **hparams):
   """Fine-tunes a user's CSV task from ``<root>/models/<model_name>`` as a user does (``electra-finetune
-  --model-name ... --train-file``) and returns (exit status, the fine-tuned model's directory).
+  --model-name ... --train-file``, more ``hparams`` if given) and returns (exit status, the fine-tuned model's
+  directory).
 
   The task is ``reviews``: the first Rotten Tomatoes sentences of ``$ELECTRA_TEST_DATA/glue-style/rt_polarity``
   as ``train.csv`` / ``dev.csv`` with a ``review`` column and ``negative`` / ``positive`` labels."""
   from electra_tf.cli import finetune
   from _user_task_testlib import write_polarity
   train, dev = write_polarity(root / "reviews", "csv", n_train=n_train, n_dev=n_dev)
-  hparams = dict(SHAPE, train_batch_size=16, eval_batch_size=16, num_train_epochs=1.0, learning_rate=1e-3)
+  hparams = dict(SHAPE, train_batch_size=16, eval_batch_size=16, num_train_epochs=1.0, learning_rate=1e-3, **hparams)
   code = finetune.main(["--data-dir", str(root), "--model-name", model_name, "--task-name", "reviews",
                         "--train-file", train, "--dev-file", dev, "--text-column", "review", "--label-column",
                         "polarity", "--hparams", json.dumps(hparams), "--no-progress"])
@@ -114,7 +115,7 @@ def finetune_classification(root, model_name, data_dir, n_train=64, n_dev=32):
 
 
 @pytest.mark.slow
-def test_continued_pretraining_from_a_reference_checkpoint_then_fine_tuning(root, data_dir, tmp_path, caplog):
+def test_continued_pretraining_from_a_reference_checkpoint_then_fine_tuning(root, tmp_path, caplog):
   import tensorflow as tf
   from electra_tf.checkpoint_names import reference_variables
   from electra_tf.pretraining import trainer
@@ -165,7 +166,7 @@ def test_continued_pretraining_from_a_reference_checkpoint_then_fine_tuning(root
 
   # fine-tuning reads the continued run's model directory by --model-name
   with caplog.at_level(logging.INFO):
-    code, model_dir = finetune_classification(root, MODEL_NAME, data_dir)
+    code, model_dir = finetune_classification(root, MODEL_NAME)
   assert code == 0
   assert any("pretraining-run" in r.getMessage() and cfg.model_dir in r.getMessage() for r in caplog.records)
   assert list(model_dir.glob("model.ckpt-*.index")) and (model_dir / "task.json").exists()
@@ -182,6 +183,61 @@ def test_continued_pretraining_from_a_reference_checkpoint_then_fine_tuning(root
 def _trainer(cfg, lines):
   from electra_tf.pretraining import trainer
   return trainer.Trainer(cfg, progress=False, log_fn=lines.append)
+
+
+@pytest.mark.slow
+def test_continued_pretraining_on_two_replicas_loads_every_copy_then_fine_tunes_in_the_same_process(root, tmp_path):
+  """Several devices (Mirrored on two logical CPUs, XLA on): every weight's copy on each device equals the
+  reference checkpoint's array once loaded, the copies stay equal as the run continues, and fine-tuning the
+  result in the same process (as the main job does) trains on the same two replicas."""
+  import subprocess
+  import sys
+  from conftest import REPO_ROOT
+  code = f"""
+import json, pathlib, sys
+sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]
+from conftest import use_two_logical_cpus
+use_two_logical_cpus()
+import numpy as np
+import test_pretraining_init_checkpoint as t
+from electra_tf.checkpoint_names import reference_variables
+from electra_tf.pretraining import trainer
+root, tmp = pathlib.Path({str(root)!r}), pathlib.Path({str(tmp_path)!r})
+cfg = t._config(root, "continued_mirrored", num_train_steps=2, iterations_per_loop=2, save_checkpoints_steps=2,
+                init_checkpoint=str(tmp / "ck"), strategy="mirrored", use_xla=True)
+arrays = t.write_reference_checkpoint(tmp / "ck" / "model.ckpt-1000000", cfg)
+run = trainer.Trainer(cfg, progress=False, log_fn=lambda *_: None)
+load, copies = run.init_from_checkpoint, {{}}
+def read():
+  return {{n: [c.numpy() for c in run.strategy.experimental_local_results(getattr(v, "value", v))]
+          for n, v in reference_variables(run.model.networks).items()}}
+def capture(path):
+  report = load(path)
+  copies["loaded"] = read()
+  return report
+run.init_from_checkpoint = capture
+run.train()
+after = read()
+loaded = all(len(cs) == 2 and all(np.array_equal(c, arrays[n]) for c in cs) for n, cs in copies["loaded"].items())
+in_step = all(len(cs) == 2 and np.array_equal(cs[0], cs[1]) for cs in after.values())
+moved = sum(not np.array_equal(cs[0], arrays[n]) for n, cs in after.items())
+seen = {{}}
+from electra_tf.finetuning import run as finetuning_run
+new_run = finetuning_run.FinetuningRun.__init__
+def record(self, *args, **kwargs):
+  new_run(self, *args, **kwargs)
+  seen["replicas"] = self.strategy.num_replicas_in_sync
+finetuning_run.FinetuningRun.__init__ = record
+code, _ = t.finetune_classification(root, "continued_mirrored", strategy="mirrored", use_xla=True)
+print(json.dumps([run.num_replicas, len(copies["loaded"]), loaded, in_step, moved, code, seen.get("replicas")]))
+"""
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  replicas, loaded_weights, loaded, in_step, moved, status, finetune_replicas = json.loads(
+      proc.stdout.strip().splitlines()[-1])
+  assert (replicas, loaded_weights, loaded, in_step, status, finetune_replicas) == (2, 48, True, True, 0, 2)
+  assert moved > 40  # the run trained from the loaded weights
 
 
 @pytest.mark.parametrize("slots", [False, True], ids=["released_without_slots", "with_adam_slots"])
