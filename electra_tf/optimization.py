@@ -124,7 +124,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   Slots are ``adam_m`` / ``adam_v`` like the reference's.
   Under several replicas ``apply`` takes each replica's gradients as they are: the caller sums them over the
   replicas (the replica step does, before it clips them), where a Keras optimizer would all-reduce them again.
-  ``apply_if`` applies only where a condition holds (the float16 loss scale's skipped steps).
+  ``apply_if`` applies only if a condition holds (the float16 loss scale's skipped steps).
   ``compile_per_device`` (set by the replica step when XLA is on and the step runs on several replicas): each
   device's update, all its variables at once, is one XLA function instead of a few small operations per variable
   (thousands for ELECTRA-Small); the arithmetic is ``update_step``'s.
@@ -172,9 +172,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     return list(grads_and_vars)
 
   def apply_if(self, condition, grads, variables):
-    """``apply(grads, variables)`` where the boolean scalar ``condition`` is true; where it is false the variables
-    and slots keep their values. ``iterations`` advances either way. No ``tf.cond`` around the update: under
-    several replicas TensorFlow cannot hold the cross-replica update in a branch."""
+    """``apply(grads, variables)`` if the boolean scalar ``condition`` holds; if not, the variables and slots keep
+    their values. ``iterations`` advances either way. No ``tf.cond`` around the update: under several replicas
+    TensorFlow cannot hold the cross-replica update in a branch."""
     variables = list(variables)
     if not self.built:
       self.build(variables)
@@ -194,8 +194,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     self.assign_sub(variable, decrement)
 
   def _update_values(self, i, m, v, gradient, variable, learning_rate, iterations, condition):
-    """Variable ``i``'s (new m, new v, decrement) from the values of m, v, its gradient and itself; where
-    ``condition`` (None: true) is false, (m, v, 0)."""
+    """Variable ``i``'s (new m, new v, decrement) from the values of m, v, its gradient and itself; (m, v, 0) if
+    ``condition`` (None: true) does not hold."""
     dtype = variable.dtype
     # t counts this update (Keras increments ``iterations`` after the step)
     t = tf.cast(iterations + 1, dtype) if self.bias_correction else None

@@ -44,7 +44,8 @@ def main(mode, data_dir, model_name, weights_npz, hparams="{}"):
   t.train(after_loop=record)
   np.savez(weights_npz, **{f"{i:03d} {v.name}": v.numpy() for i, v in enumerate(t.variables)})
   optimizer = t.replica_step.optimizer
-  compiled = optimizer.compile_per_device and optimizer._device_update.experimental_get_tracing_count() > 0  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  compiled = optimizer.compile_per_device and optimizer._device_update.experimental_get_tracing_count() > 0
   print(json.dumps({"losses": losses, "loss_scales": scales, "update_compiled": bool(compiled)}))
 
 

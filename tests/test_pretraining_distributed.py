@@ -67,11 +67,11 @@ def test_mirrored_two_replicas_equal_one_device(wiki_dir, one_device):
 def test_float16_on_two_replicas_equals_one_device_in_two_micro_batches(wiki_dir):
   """float16 with its dynamic loss scale on two replicas trains like one device that computes the same two
   halves of the batch one after the other (whether a float16 gradient overflows depends on the rows it sums).
-  The first steps overflow and are skipped: the skip is no branch around the cross-replica update, which
+  The first step overflows and is skipped: the skip is no branch around the cross-replica update, which
   TensorFlow refuses under several replicas."""
   # float16's rounding moves a few weights whose early Adam steps hang on tiny gradients (measured 3.7e-4 on the
-  # embeddings, 2026-12-07; float32 2.3e-7); a step skipped in one run and not the other changes the losses from
-  # the next step on by 1-20%
+  # embeddings, 2026-12-07; float32 2.3e-7); a step skipped in one run and not the other changes the later
+  # losses by 15-20% (measured against one device in one batch, which skips two steps)
   float16 = {"mixed_precision": "float16"}
   runs = [_start("single", wiki_dir, "single_float16", hparams={**float16, "gradient_accumulation_steps": 2}),
           _start("mirrored", wiki_dir, "mirrored_float16", hparams=float16)]

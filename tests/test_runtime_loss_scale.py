@@ -12,7 +12,7 @@ def test_overflow_skips_the_update_halves_the_scale_and_finite_steps_grow_it_bac
   step = tf.Variable(0, dtype=tf.int64)
   weight = tf.Variable(1.0)
 
-  def update(finite):  # as AdamWeightDecay.apply_if: the weight moves where finite, the step counts either way
+  def update(finite):  # as AdamWeightDecay.apply_if: the weight moves if finite, the step counts either way
     weight.assign_sub(tf.where(finite, 0.5, 0.0))
     step.assign_add(1)
 

@@ -34,8 +34,8 @@ class DynamicLossScale:
     return [g / self.scale for g in grads]
 
   def apply(self, norm, apply_update):
-    """Runs ``apply_update(finite)``, which must update the weights only where ``finite`` (whether ``norm``, of
-    the unscaled gradient, is finite) holds and advance the step either way (``AdamWeightDecay.apply_if``), and
+    """Runs ``apply_update(finite)``, which must update the weights only if ``finite`` (whether ``norm``, of the
+    unscaled gradient, is finite) holds and advance the step either way (``AdamWeightDecay.apply_if``), and
     updates the scale. Returns the norm, 0 for a skipped step. No ``tf.cond``: under several replicas
     TensorFlow cannot hold a cross-replica update (the optimizer's, or these variables') in a branch."""
     finite = tf.math.is_finite(norm)
