@@ -274,9 +274,10 @@ def report(env: dict, rows: dict, command: str, seconds: float) -> str:
   if "pretrain" in rows:
     rated = with_scaling(with_targets(rows["pretrain"]))
     text += ["## Pre-training throughput (synthetic ids, batch 128 per GPU, length 128)", "",
-             _table([dict(r, xla_flags=r.get("xla_flags", "the project's")) for r in rated],
-                    ["strategy", "size", "dtype", "xla_setting", "xla", "xla_flags", "batch", "seq_per_s", "tflops",
-                     "peak_fraction", "first_call_s", "target"]
+             _table([dict(r, xla_flags=r.get("xla_flags", "the project's"), global_batch=r.get("batch", ""))
+                     for r in rated],
+                    ["strategy", "size", "dtype", "xla_setting", "xla", "xla_flags", "global_batch", "seq_per_s",
+                     "tflops", "peak_fraction", "first_call_s", "target"]
                     + (["scaling"] if any("scaling" in r for r in rated) else [])), ""]
     profiled = [r for r in rows["pretrain"] if r.get("profile")]
     flags = lambda r: f", XLA_FLAGS `{r['xla_flags']}`" if "xla_flags" in r else ""

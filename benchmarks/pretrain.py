@@ -215,8 +215,8 @@ def main(argv=None):
   gpu = bool(gpus)
   strategy = None
   if args.cpu_replicas:
-    if gpu or args.strategy != "mirrored":
-      ap.error("--cpu-replicas is for --strategy mirrored on a machine without a GPU")
+    if gpu or args.strategy != "mirrored" or args.cpu_replicas < 2:
+      ap.error("--cpu-replicas takes 2 or more, with --strategy mirrored on a machine without a GPU")
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.cpu_replicas)
     strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(args.cpu_replicas)])
@@ -268,7 +268,8 @@ def main(argv=None):
                      replicas=replicas,
                      xla=used_xla, xla_setting="auto" if xla is None else xla,
                      dropout=None if name != "electra_tf" else dropout, seq_per_s=seqs,
-                     tok_per_s=seqs * args.seq_len, tflops=tflops, peak_fraction=tflops / peaks[dtype],
+                     tok_per_s=seqs * args.seq_len, tflops=tflops,
+                     peak_fraction=tflops / (peaks[dtype] * (replicas if gpu else 1)),  # every GPU's peak
                      first_call_s=first_call)
           if name == "electra_tf" and profile:
             row["profile"] = profile

@@ -122,8 +122,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   and the layer-wise keys (Keras paths differ from the reference's); unmapped variables use ``.path``.
   ``lr_multipliers``: ``{name key: multiplier}`` (see ``layerwise_lr_multipliers``) or None.
   Slots are ``adam_m`` / ``adam_v`` like the reference's.
-  Under several replicas ``apply`` takes each replica's gradients as they are: the caller sums them over the
-  replicas (the replica step does, before it clips them), where a Keras optimizer would all-reduce them again.
+  Under several replicas ``apply`` sums each replica's gradients over the replicas, as Keras's optimizers do
+  (``model.fit``), unless ``gradients_summed`` says the caller did: the replica step sums them itself, before it
+  clips them, and sets it (one all-reduce per step, not two).
   ``apply_if`` applies only if a condition holds (the float16 loss scale's skipped steps).
   ``compile_per_device`` (set by the replica step when XLA is on and the step runs on several replicas): each
   device's update, all its variables at once, is one XLA function instead of a few small operations per variable
@@ -131,6 +132,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   """
 
   compile_per_device = False
+  gradients_summed = False
 
   def __init__(self, learning_rate, weight_decay_rate: float = 0.0, beta_1: float = 0.9,
                beta_2: float = 0.999, epsilon: float = 1e-6,
@@ -167,23 +169,32 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
                          for n in names]
 
   def _all_reduce_sum_gradients(self, grads_and_vars):
-    """Keras's TensorFlow back end sums the gradients over the replicas here; they are summed already (one
-    all-reduce per step, not two)."""
-    return list(grads_and_vars)
+    """Keras's TensorFlow back end sums the gradients over the replicas here; with ``gradients_summed`` they are
+    summed already and pass as they are."""
+    if self.gradients_summed:
+      return list(grads_and_vars)
+    return super()._all_reduce_sum_gradients(grads_and_vars)
 
   def apply_if(self, condition, grads, variables):
     """``apply(grads, variables)`` if the boolean scalar ``condition`` holds; if not, the variables and slots keep
     their values. ``iterations`` advances either way. No ``tf.cond`` around the update: under several replicas
-    TensorFlow cannot hold the cross-replica update in a branch."""
+    TensorFlow cannot hold the cross-replica update in a branch. None of Keras's own gradient options
+    (clipping, accumulation, EMA, loss scale factor) apply here: the replica step does its own."""
+    keras_options = {"clipnorm": self.clipnorm, "clipvalue": self.clipvalue, "global_clipnorm": self.global_clipnorm,
+                     "use_ema": self.use_ema, "gradient_accumulation_steps": self.gradient_accumulation_steps,
+                     "loss_scale_factor": self.loss_scale_factor}
+    if any(keras_options.values()):
+      raise ValueError(f"apply_if does not apply Keras's {', '.join(k for k, v in keras_options.items() if v)}; "
+                       "use apply")
     variables = list(variables)
     if not self.built:
       self.build(variables)
-    grads_and_vars = list(zip(grads, [_unwrap(v) for v in variables]))
+    grads_and_vars = self._all_reduce_sum_gradients(zip(grads, [_unwrap(v) for v in variables]))
     with tf.name_scope(self.name):
       tf.__internal__.distribute.interim.maybe_merge_call(
           self._distributed_tf_update_step, self._distribution_strategy, grads_and_vars, self.learning_rate,
           condition)
-    self.iterations.assign_add(1)
+    self._iterations.assign_add(1)
 
   def update_step(self, gradient, variable, learning_rate, condition=None):
     i = self._get_variable_index(variable)
@@ -240,7 +251,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   @functools.cached_property
   def _device_update(self):
     """The compiled update of one device's copies (a cached property: the function stays out of what Keras and
-    TensorFlow track, so checkpoints hold what they held)."""
+    TensorFlow track for checkpoints, so they hold what they held)."""
     return tf.function(self._update_device_copies, jit_compile=True, autograph=False)
 
   def _update_device_copies(self, indices, variables, slots, grads, learning_rate, iterations, condition):

@@ -148,7 +148,8 @@ def test_apply_if_false_keeps_weights_and_slots_and_counts_the_step():
     opt.build([w])
     return w, opt
 
-  state = lambda w, opt: [x.numpy().tolist() for x in (w, *opt._adam_m, *opt._adam_v)]  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  state = lambda w, opt: [x.numpy().tolist() for x in (w, *opt._adam_m, *opt._adam_v)]
   w, opt = make()
   opt.apply([tf.constant([0.5, 0.25])], [w])
   w_if, opt_if = make()
@@ -158,15 +159,20 @@ def test_apply_if_false_keeps_weights_and_slots_and_counts_the_step():
   opt_if.apply_if(tf.constant(False), [tf.constant([np.inf, np.nan])], [w_if])
   assert state(w_if, opt_if) == before
   assert int(opt_if.iterations.numpy()) == 2
+  clipping = AdamWeightDecay(learning_rate=0.1, global_clipnorm=1.0)
+  with pytest.raises(ValueError, match="apply_if does not apply Keras's global_clipnorm; use apply"):
+    clipping.apply_if(tf.constant(True), [tf.constant([0.5, 0.25])], [keras.Variable([1.0, -2.0], name="u")])
 
 
-def test_under_two_replicas_each_applies_its_gradient_as_it_is():
-  """The replica step sums the gradients over the replicas itself (one all-reduce per step), so the optimizer
-  must not sum them again: with replica 0's gradient zero and replica 1's (1, -1), each mirrored copy moves by
-  its own replica's gradient (a sum inside ``apply`` would move both copies alike). Both ways of updating:
-  Keras's, per variable, and one XLA function per device (``compile_per_device``); each through
-  ``apply_if`` as the float16 loss scale calls it, a skipped second step and a third. They agree. Two logical
-  CPUs, in a process of its own."""
+def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_did():
+  """Two logical CPUs, in a process of its own, replica 0's gradient zero and replica 1's nonzero.
+
+  As Keras's optimizers (``model.fit`` hands each replica's gradient to ``apply``), ``apply`` sums them over
+  the replicas: both mirrored copies move alike. With ``gradients_summed`` (the replica step sums them itself,
+  one all-reduce per step) each copy moves by its own replica's gradient. Then both ways of updating, Keras's
+  per variable and one XLA function per device (``compile_per_device``), with and without bias correction,
+  through ``apply_if`` as the float16 loss scale calls it: a step, a skipped step with non-finite gradients,
+  and a third step (bias correction's t = 3); the two ways agree."""
   import os
   import subprocess
   import sys
@@ -180,15 +186,18 @@ def test_under_two_replicas_each_applies_its_gradient_as_it_is():
           "from electra_tf.optimization import AdamWeightDecay\n"
           "strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])\n"
           "out = {}\n"
-          "for compiled in (False, True):\n"
+          "for summed, compiled, bias_correction in [(False, False, False), (True, False, False),\n"
+          "                                          (True, True, False), (True, False, True), (True, True, True)]:\n"
           "  with strategy.scope():\n"
           "    w, b = keras.Variable([1.0, 1.0], name='w'), keras.Variable([0.5, -0.5], name='bias')\n"
-          "    opt = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.1)\n"
+          "    opt = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.1, bias_correction=bias_correction)\n"
           "    opt.build([w, b])\n"
-          "  opt.compile_per_device = compiled\n"
+          "  opt.gradients_summed, opt.compile_per_device = summed, compiled\n"
           "  def replica(apply):\n"
           "    r = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)\n"
-          "    opt.apply_if(apply, [r * tf.constant([1.0, -1.0]), r * tf.constant([2.0, 3.0])], [w, b])\n"
+          "    grads = [r * tf.constant([1.0, -1.0]), r * tf.constant([2.0, 3.0])]\n"
+          "    bad = tf.constant([float('inf'), float('nan')])\n"
+          "    opt.apply_if(apply, [tf.where(apply, g, bad) for g in grads], [w, b])\n"
           "  step = tf.function(lambda apply: strategy.run(replica, args=(apply,)))\n"
           "  copies = lambda: [[x.numpy().tolist() for x in strategy.experimental_local_results(v.value)]\n"
           "                    for v in (w, b)]\n"
@@ -197,22 +206,34 @@ def test_under_two_replicas_each_applies_its_gradient_as_it_is():
           "  step(tf.constant(False))\n"
           "  skipped = copies()\n"
           "  step(tf.constant(True))\n"
-          "  traced = opt._device_update.experimental_get_tracing_count() if compiled else None\n"
-          "  out[str(compiled)] = [first, skipped, copies(), int(opt.iterations.numpy()), traced]\n"
+          "  traced = opt._device_update.experimental_get_tracing_count()\n"
+          "  out[(summed, compiled, bias_correction)] = [first, skipped, copies(), int(opt.iterations.numpy()),\n"
+          "                                              traced]\n"
           "print(out)\n")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
   runs = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a dict printed above)
-  # lr * (m / (sqrt(v) + eps) + decay * w) after one step from zero slots; no decay for the bias
-  adam = lambda g: 0.1 * (0.1 * g / (math.sqrt(0.001) * abs(g) + 1e-6)) if g else 0.0
-  w_after = lambda g: 1.0 - adam(g) - 0.1 * 0.1 * 1.0
-  expected_w = [[w_after(0.0), w_after(0.0)], [w_after(1.0), w_after(-1.0)]]
-  expected_b = [[0.5, -0.5], [0.5 - adam(2.0), -0.5 - adam(3.0)]]
-  per_variable, compiled = runs["False"], runs["True"]
-  for first, skipped, _, iterations, _ in (per_variable, compiled):
-    np.testing.assert_allclose(first[0], expected_w, rtol=1e-6)
-    np.testing.assert_allclose(first[1], expected_b, rtol=1e-6)
-    assert skipped == first and iterations == 3
-  assert per_variable[4] is None and compiled[4] == 2  # traced once for each device
-  np.testing.assert_allclose(compiled[2], per_variable[2], rtol=1e-6, atol=1e-7)
-  assert compiled[2] != compiled[0]
+
+  def adam(g, bias_correction):  # lr * m / (sqrt(v) + eps) after one step from zero slots
+    m, v = 0.1 * g, 0.001 * g * g
+    if bias_correction:
+      m, v = m / 0.1, v / 0.001
+    return 0.1 * m / (math.sqrt(v) + 1e-6)
+
+  def expected(g_w, g_b, bias_correction):  # one step's copies of w (decay 0.1 * w) and the bias (no decay)
+    return [[1.0 - adam(g, bias_correction) - 0.1 * 0.1 * 1.0 for g in g_w], [x - adam(g, bias_correction)
+                                                                             for x, g in zip([0.5, -0.5], g_b)]]
+
+  summed_w, summed_b = expected([1.0, -1.0], [2.0, 3.0], False)  # the sum is replica 1's gradient
+  np.testing.assert_allclose(runs[(False, False, False)][0], [[summed_w] * 2, [summed_b] * 2], rtol=1e-6)
+  for bias_correction in (False, True):
+    per_variable, compiled = runs[(True, False, bias_correction)], runs[(True, True, bias_correction)]
+    replica0, replica1 = expected([0.0, 0.0], [0.0, 0.0], bias_correction), expected([1.0, -1.0], [2.0, 3.0],
+                                                                                     bias_correction)
+    for first, skipped, _, iterations, _ in (per_variable, compiled):  # float32's 1 - 0.9: 7e-7 off the float64
+      np.testing.assert_allclose(first[0], [replica0[0], replica1[0]], rtol=1e-6, atol=1e-6)
+      np.testing.assert_allclose(first[1], [replica0[1], replica1[1]], rtol=1e-6, atol=1e-6)
+      assert skipped == first and iterations == 3
+    assert per_variable[4] == 0 and compiled[4] == 2  # traced once for each device
+    np.testing.assert_allclose(compiled[2], per_variable[2], rtol=1e-6, atol=1e-7)
+    assert compiled[2] != compiled[0]

@@ -97,6 +97,7 @@ class ReplicaStep:
     self._grads_fn = xla(self._grads) if jit else self._grads
     self._single_fn = xla(self._single_device_step) if jit else self._single_device_step
     optimizer.compile_per_device = jit and strategy.num_replicas_in_sync > 1
+    optimizer.gradients_summed = True  # by __call__'s all-reduce
 
   def __call__(self, features):
     ctx = tf.distribute.get_replica_context()
@@ -147,7 +148,7 @@ class ReplicaStep:
 
   def _apply(self, grads):
     """Clip the global gradient (summed over the replicas already) and apply it; the optimizer applies it as it
-    is, without summing it over the replicas again (``AdamWeightDecay``)."""
+    is, without summing it over the replicas again (``AdamWeightDecay.gradients_summed``)."""
     grads, norm = clip_by_global_norm(grads, CLIP_NORM)
     if self.loss_scale is None:
       self.optimizer.apply(grads, self.variables)
