@@ -237,3 +237,38 @@ def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_d
     assert per_variable[4] == 0 and compiled[4] == 2  # traced once for each device
     np.testing.assert_allclose(compiled[2], per_variable[2], rtol=1e-6, atol=1e-7)
     assert compiled[2] != compiled[0]
+
+
+def test_keras_fit_on_two_replicas_trains_like_one_device():
+  """``model.fit`` with ``AdamWeightDecay`` (as ``keras_encoder.layerwise_optimizer`` gives it) on two replicas:
+  Keras hands each replica's own gradient to the optimizer, which sums them, so both copies of every weight stay
+  equal and equal one device's. Two logical CPUs, in a process of its own."""
+  import os
+  import subprocess
+  import sys
+  from conftest import REPO_ROOT
+  code = ("import sys\n"
+          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
+          "from conftest import use_two_logical_cpus\n"
+          "use_two_logical_cpus()\n"
+          "import keras, numpy as np\n"
+          "import tensorflow as tf\n"
+          "from electra_tf.optimization import AdamWeightDecay\n"
+          "rng = np.random.default_rng(0)\n"
+          "x, y = rng.normal(size=(16, 4)).astype('float32'), rng.normal(size=(16, 1)).astype('float32')\n"
+          "init = [rng.normal(size=(4, 1)).astype('float32'), np.zeros(1, 'float32')]\n"
+          "def fit(strategy):\n"
+          "  with strategy.scope():\n"
+          "    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+          "    model.compile(optimizer=AdamWeightDecay(0.1, weight_decay_rate=0.01), loss='mse')\n"
+          "  model.set_weights(init)\n"
+          "  model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)\n"
+          "  return [[c.numpy().tolist() for c in strategy.experimental_local_results(v.value)] for v in model.weights]\n"
+          "print([fit(tf.distribute.OneDeviceStrategy('/cpu:0')),\n"
+          "       fit(tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']))])\n")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
+  one, two = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (lists printed above)
+  for (single,), copies in zip(one, two):
+    assert len(copies) == 2 and copies[0] == copies[1]
+    np.testing.assert_allclose(copies[0], single, rtol=1e-6, atol=1e-6)
