@@ -263,7 +263,8 @@ def test_keras_fit_on_two_replicas_trains_like_one_device():
           "    model.compile(optimizer=AdamWeightDecay(0.1, weight_decay_rate=0.01), loss='mse')\n"
           "  model.set_weights(init)\n"
           "  model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)\n"
-          "  return [[c.numpy().tolist() for c in strategy.experimental_local_results(v.value)] for v in model.weights]\n"
+          "  local = strategy.experimental_local_results\n"
+          "  return [[c.numpy().tolist() for c in local(v.value)] for v in model.weights]\n"
           "print([fit(tf.distribute.OneDeviceStrategy('/cpu:0')),\n"
           "       fit(tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']))])\n")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
