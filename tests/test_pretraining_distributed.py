@@ -64,6 +64,12 @@ def test_mirrored_two_replicas_equal_one_device(wiki_dir, one_device):
   _assert_same(one_device, _result(_start("mirrored", wiki_dir, "mirrored")))
 
 
+@pytest.mark.slow
+def test_two_replicas_stopped_and_resumed_equal_one_device_straight(wiki_dir, one_device):
+  """Exact resuming on several replicas: 3 steps, a new trainer restores that checkpoint and runs to 6."""
+  _assert_same(one_device, _result(_start("mirrored_resumed", wiki_dir, "mirrored_resumed")))
+
+
 def test_float16_on_two_replicas_equals_one_device_in_two_micro_batches(wiki_dir):
   """float16 with its dynamic loss scale on two replicas trains like one device that computes the same two
   halves of the batch one after the other (whether a float16 gradient overflows depends on the rows it sums).
