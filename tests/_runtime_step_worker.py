@@ -4,7 +4,8 @@
 pretraining: trains a tiny ELECTRA (dropout on) 10 steps of a global batch of 16 twice: on one device in one
 batch with per-example dropout, and on two replicas with 2 micro-batches each. finetuning: a tiny model on
 sst, 8 steps of 8, dropout on, the same two ways (one job per process: two MirroredStrategy objects made
-here, not shared through ``select_strategy``, would mix up their collectives). Prints (last stdout line) {"max_difference": max |weight difference|}.
+here, not shared through ``select_strategy``, would mix up their collectives). Prints (last stdout line)
+{"max_difference": max |weight difference|}.
 """
 
 import json

@@ -164,6 +164,22 @@ def test_apply_if_false_keeps_weights_and_slots_and_counts_the_step():
     clipping.apply_if(tf.constant(True), [tf.constant([0.5, 0.25])], [keras.Variable([1.0, -2.0], name="u")])
 
 
+def _on_two_logical_cpus(body: str):
+  """Runs ``body`` in a Python process of its own whose CPU is split into two logical devices (before TensorFlow
+  starts) and returns its last printed line, evaluated (a Python literal)."""
+  import os
+  import subprocess
+  import sys
+  from conftest import REPO_ROOT
+  code = ("import sys\n"
+          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
+          "from conftest import use_two_logical_cpus\n"
+          "use_two_logical_cpus()\n" + body)
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
+  return eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a literal the body printed)
+
+
 def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_did():
   """Two logical CPUs, in a process of its own, replica 0's gradient zero and replica 1's nonzero.
 
@@ -173,15 +189,7 @@ def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_d
   per variable and one XLA function per device (``compile_per_device``), with and without bias correction,
   through ``apply_if`` as the float16 loss scale calls it: a step, a skipped step with non-finite gradients,
   and a third step (bias correction's t = 3); the two ways agree."""
-  import os
-  import subprocess
-  import sys
-  from conftest import REPO_ROOT
-  code = ("import sys\n"
-          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
-          "from conftest import use_two_logical_cpus\n"
-          "use_two_logical_cpus()\n"
-          "import keras\n"
+  body = ("import keras\n"
           "import tensorflow as tf\n"
           "from electra_tf.optimization import AdamWeightDecay\n"
           "strategy = tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1'])\n"
@@ -210,9 +218,7 @@ def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_d
           "  out[(summed, compiled, bias_correction)] = [first, skipped, copies(), int(opt.iterations.numpy()),\n"
           "                                              traced]\n"
           "print(out)\n")
-  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
-  runs = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a dict printed above)
+  runs = _on_two_logical_cpus(body)
 
   def adam(g, bias_correction):  # lr * m / (sqrt(v) + eps) after one step from zero slots
     m, v = 0.1 * g, 0.001 * g * g
@@ -243,15 +249,7 @@ def test_keras_fit_on_two_replicas_trains_like_one_device():
   """``model.fit`` with ``AdamWeightDecay`` (as ``keras_encoder.layerwise_optimizer`` gives it) on two replicas:
   Keras hands each replica's own gradient to the optimizer, which sums them, so both copies of every weight stay
   equal and equal one device's. Two logical CPUs, in a process of its own."""
-  import os
-  import subprocess
-  import sys
-  from conftest import REPO_ROOT
-  code = ("import sys\n"
-          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
-          "from conftest import use_two_logical_cpus\n"
-          "use_two_logical_cpus()\n"
-          "import keras, numpy as np\n"
+  body = ("import keras, numpy as np\n"
           "import tensorflow as tf\n"
           "from electra_tf.optimization import AdamWeightDecay\n"
           "rng = np.random.default_rng(0)\n"
@@ -267,9 +265,7 @@ def test_keras_fit_on_two_replicas_trains_like_one_device():
           "  return [[c.numpy().tolist() for c in local(v.value)] for v in model.weights]\n"
           "print([fit(tf.distribute.OneDeviceStrategy('/cpu:0')),\n"
           "       fit(tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']))])\n")
-  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
-  one, two = eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (lists printed above)
+  one, two = _on_two_logical_cpus(body)
   for (single,), copies in zip(one, two):
     assert len(copies) == 2 and copies[0] == copies[1]
     np.testing.assert_allclose(copies[0], single, rtol=1e-6, atol=1e-6)

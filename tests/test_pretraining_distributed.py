@@ -31,7 +31,8 @@ ATOL = 1e-5
 def _start(mode, root, name, env=None, hparams=None):
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
   return subprocess.Popen([sys.executable, WORKER, mode, str(root), name, str(root / f"{name}_weights.npz"),
-                           json.dumps(hparams or {})], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                           json.dumps(hparams or {})], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env)
 
 
 def _result(proc, timeout=400):
