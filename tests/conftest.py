@@ -14,6 +14,8 @@ import gc
 import importlib
 import os
 import pathlib
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # cuBLAS and cuDNN in full float32 for the processes the tests start too (see full_float32_matmuls)
@@ -48,6 +50,18 @@ def use_two_logical_cpus():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+
+def run_on_two_logical_cpus(body: str, timeout: int = 600) -> str:
+  """Runs the Python source ``body`` in a process of its own whose CPU is split into two logical devices
+  (``use_two_logical_cpus``, before TensorFlow starts; the tests' modules importable) and returns the last line
+  it printed. A failing process fails the test with the end of its stderr."""
+  code = (f"import sys\nsys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
+          "from conftest import use_two_logical_cpus\nuse_two_logical_cpus()\n" + body)
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc.stdout.strip().splitlines()[-1]
 
 
 BERT_VOCAB = "bert-base-uncased-vocab.txt"  # under <data>/vocab/

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import require_module
+from conftest import require_module, run_on_two_logical_cpus
 
 
 def test_learning_rate_schedule_hand_computed():
@@ -164,22 +164,6 @@ def test_apply_if_false_keeps_weights_and_slots_and_counts_the_step():
     clipping.apply_if(tf.constant(True), [tf.constant([0.5, 0.25])], [keras.Variable([1.0, -2.0], name="u")])
 
 
-def _on_two_logical_cpus(body: str):
-  """Runs ``body`` in a Python process of its own whose CPU is split into two logical devices (before TensorFlow
-  starts) and returns its last printed line, evaluated (a Python literal)."""
-  import os
-  import subprocess
-  import sys
-  from conftest import REPO_ROOT
-  code = ("import sys\n"
-          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
-          "from conftest import use_two_logical_cpus\n"
-          "use_two_logical_cpus()\n" + body)
-  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}).stdout
-  return eval(out.strip().splitlines()[-1])  # pylint: disable=eval-used  (a literal the body printed)
-
-
 def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_did():
   """Two logical CPUs, in a process of its own, replica 0's gradient zero and replica 1's nonzero.
 
@@ -218,7 +202,7 @@ def test_under_two_replicas_the_optimizer_sums_the_gradients_unless_the_caller_d
           "  out[(summed, compiled, bias_correction)] = [first, skipped, copies(), int(opt.iterations.numpy()),\n"
           "                                              traced]\n"
           "print(out)\n")
-  runs = _on_two_logical_cpus(body)
+  runs = eval(run_on_two_logical_cpus(body))  # pylint: disable=eval-used  (a dict the body printed)
 
   def adam(g, bias_correction):  # lr * m / (sqrt(v) + eps) after one step from zero slots
     m, v = 0.1 * g, 0.001 * g * g
@@ -265,7 +249,7 @@ def test_keras_fit_on_two_replicas_trains_like_one_device():
           "  return [[c.numpy().tolist() for c in local(v.value)] for v in model.weights]\n"
           "print([fit(tf.distribute.OneDeviceStrategy('/cpu:0')),\n"
           "       fit(tf.distribute.MirroredStrategy(['/cpu:0', '/cpu:1']))])\n")
-  one, two = _on_two_logical_cpus(body)
+  one, two = eval(run_on_two_logical_cpus(body))  # pylint: disable=eval-used  (lists the body printed)
   for (single,), copies in zip(one, two):
     assert len(copies) == 2 and copies[0] == copies[1]
     np.testing.assert_allclose(copies[0], single, rtol=1e-6, atol=1e-6)

@@ -190,14 +190,9 @@ def test_continued_pretraining_on_two_replicas_loads_every_copy_then_fine_tunes_
   """Several devices (Mirrored on two logical CPUs, XLA on): every weight's copy on each device equals the
   reference checkpoint's array once loaded, the copies stay equal as the run continues, and fine-tuning the
   result in the same process (as the main job does) trains on the same two replicas."""
-  import subprocess
-  import sys
-  from conftest import REPO_ROOT
-  code = f"""
-import json, pathlib, sys
-sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]
-from conftest import use_two_logical_cpus
-use_two_logical_cpus()
+  from conftest import run_on_two_logical_cpus
+  body = f"""
+import json, pathlib
 import numpy as np
 import test_pretraining_init_checkpoint as t
 from electra_tf.checkpoint_names import reference_variables
@@ -231,11 +226,8 @@ finetuning_run.FinetuningRun.__init__ = record
 code, _ = t.finetune_classification(root, "continued_mirrored", strategy="mirrored", use_xla=True)
 print(json.dumps([run.num_replicas, len(copies["loaded"]), loaded, in_step, moved, code, seen.get("replicas")]))
 """
-  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-  assert proc.returncode == 0, proc.stderr[-3000:]
   replicas, loaded_weights, loaded, in_step, moved, status, finetune_replicas = json.loads(
-      proc.stdout.strip().splitlines()[-1])
+      run_on_two_logical_cpus(body))
   assert (replicas, loaded_weights, loaded, in_step, status, finetune_replicas) == (2, 48, True, True, 0, 2)
   assert moved > 40  # the run trained from the loaded weights
 

@@ -87,12 +87,8 @@ def test_jobs_of_one_process_share_their_mirrored_strategy():
   own tensors. Two MirroredStrategy objects would start their collective keys alike, and the second job's
   all-reduce would fail ("Shape mismatch in the collective instance 100"). Two logical CPUs, in a process of
   its own."""
-  from conftest import REPO_ROOT
-  code = ("import sys\n"
-          f"sys.path[:0] = [{str(REPO_ROOT / 'tests')!r}, {str(REPO_ROOT)!r}]\n"
-          "from conftest import use_two_logical_cpus\n"
-          "use_two_logical_cpus()\n"
-          "import tensorflow as tf\n"
+  from conftest import run_on_two_logical_cpus
+  body = ("import tensorflow as tf\n"
           "from electra_tf import runtime\n"
           "from electra_tf.configs import FinetuningConfig, PretrainingConfig\n"
           "def job(config_cls, width):\n"
@@ -105,10 +101,7 @@ def test_jobs_of_one_process_share_their_mirrored_strategy():
           "first, sums = job(PretrainingConfig, 5)\n"
           "second, more = job(FinetuningConfig, 7)\n"
           "print(first is second, first.num_replicas_in_sync, sums, more)\n")
-  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-  assert out.returncode == 0, out.stderr[-2000:]
-  assert out.stdout.strip().splitlines()[-1] == "True 2 [10.0, 6.0] [14.0, 6.0]"
+  assert run_on_two_logical_cpus(body) == "True 2 [10.0, 6.0] [14.0, 6.0]"
 
 
 def test_check_writable_names_the_problem_before_the_work(tmp_path):
