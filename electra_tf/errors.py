@@ -70,4 +70,4 @@ class DataError(ElectraError, ValueError):
   def __init__(self, path: str, line, message: str):
     where = f"{path}:{line}" if line else str(path)
     super().__init__(f"{where}: {message}")
-    self.path, self.line = path, line
+    self.path, self.line, self.problem = path, line, message

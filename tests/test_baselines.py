@@ -2,6 +2,7 @@
 TF-IDF + logistic regression, a lookup tagger counted here by hand on oanc_pos, and the majority class."""
 
 import collections
+import types
 
 import numpy as np
 import pytest
@@ -120,3 +121,28 @@ def test_most_frequent_tagger_equals_a_lookup_counted_by_hand(data_dir, lowercas
   assert tagger.accuracy(dev) == pytest.approx(100 * right / total)
   assert tagger.accuracy(dev) > 80
   assert (tagger.accuracy(dev) < 87) == lowercase  # capitalisation is worth points: 88.5 cased, 81.9 lowercased
+
+
+def _task(train, dev, validation_size=2):
+  """A classification task's rows as ``task_baselines`` reads them: (text, label) pairs, the last
+  ``validation_size`` training rows carved as validation."""
+  rows = lambda pairs: [types.SimpleNamespace(text_a=t, text_b=None, label=y) for t, y in pairs]
+  return types.SimpleNamespace(
+      head_type="classification", carved=lambda: (rows(train[:-validation_size]), rows(train[-validation_size:])),
+      training_examples=lambda: rows(train), split_examples=lambda split: rows(dev))
+
+
+def test_tfidf_that_cannot_be_fitted_is_reported_beside_the_majority_class_not_raised():
+  emoji = [("\N{THUMBS UP SIGN}", "pos"), ("\N{THUMBS DOWN SIGN}", "neg")] * 5
+  found = baselines.task_baselines(_task(emoji, emoji[:4]))
+  assert found["majority"] == pytest.approx(50.0) and found["tfidf_logreg"] is None
+  assert found["tfidf_logreg_unavailable"] == "no word of two or more letters or digits in the training texts"
+  line = baselines.format_baselines("t", found, 61.0, 3)
+  assert ("t dev accuracy, 10 training rows: majority class 50.0 | TF-IDF + logistic regression n/a (no word of "
+          "two or more letters or digits in the training texts) | fine-tuned network median 61.0 (3 trials)") == line
+  two_rows = [("a fine film", "pos"), ("fine", "pos"), ("a dull film", "neg")]
+  found = baselines.task_baselines(_task(two_rows, two_rows, validation_size=1))
+  assert found["tfidf_logreg_unavailable"] == "one class in the rows it would be fitted on"
+  words = [("a fine film", "pos"), ("a dull film", "neg")] * 3
+  found = baselines.task_baselines(_task(words, words))
+  assert found["tfidf_logreg"] == pytest.approx(100.0) and "tfidf_logreg_unavailable" not in found

@@ -1,13 +1,15 @@
 """Readers and featurizers of every task on files in the official layouts (written here) and real data."""
 
 import json
+import types
 
 import numpy as np
 import pytest
 
 from electra_tf.finetuning import tagging
 from electra_tf.finetuning.base import DataError, stack_features
-from electra_tf.finetuning.scorers.qa import get_final_text
+from electra_tf.finetuning.qa import answer_offsets
+from electra_tf.finetuning.scorers.qa import final_span, get_final_text
 from electra_tf.finetuning.tasks import TASK_NAMES, get_task
 from electra_tf.hparams import HParamError
 from electra_tf.tokenization import load_tokenizer
@@ -264,6 +266,39 @@ def test_get_final_text():
   assert get_final_text("steve smith", "Steve Smith's", True) == "Steve Smith"
   assert get_final_text("1895", "(1895-1943).", True) == "1895"
   assert get_final_text("nowhere", "Steve", True) == "Steve"  # alignment fails -> original
+
+
+def test_an_answer_s_offsets_point_at_its_own_span_in_the_context_s_whitespace():
+  context = "  The  cat sat\n\non the\tmat. The cat left."
+  words = context.split()
+  # the second "The cat" (words 6 and 7), read as decoding reads it: words from 5 on joined by single spaces
+  joined = " ".join(words[5:8])
+  start, end = final_span("the cat", joined, True)
+  assert joined[start:end] == "The cat"
+  got = answer_offsets(context, 5, start, end)
+  assert context[got[0]:got[1]] == "The cat" and got[0] == context.rindex("The cat")
+  # a span across a newline and a tab keeps the context's own whitespace
+  joined = " ".join(words[2:5])  # "sat on the"
+  got = answer_offsets(context, 2, *final_span("sat on the", joined, True))
+  assert context[got[0]:got[1]] == "sat\n\non the"
+  # punctuation trimmed inside a word: "mat" of "mat."
+  joined = words[5]
+  got = answer_offsets(context, 5, *final_span("mat", joined, True))
+  assert context[got[0]:got[1]] == "mat"
+
+
+def test_user_tagging_fills_the_input_where_the_reference_cuts_sentences_of_many_words(tmp_path, tokenizer,
+                                                                                        bert_vocab):
+  words = tuple(["the", "cat", "sat"] * 9)  # 27 one-piece words: 29 pieces with [CLS] and [SEP]
+  example = tagging.TaggingExample(0, "t", words, (), [1] * len(words))
+  task = types.SimpleNamespace(config=types.SimpleNamespace(max_seq_length=20), tokenizer=tokenizer, name="t",
+                               task_index=0)
+  kept = {fill: int(sum(tagging.featurize_tagging(task, [example], fill=fill)[0]["t_labels_mask"]))
+          for fill in (False, True)}
+  # fill: [CLS] + 18 words + [SEP] = 20 pieces. The reference: word count (29) + pieces so far + 1 > 20 at once.
+  assert kept == {False: 0, True: 18}
+  feature = tagging.featurize_tagging(task, [example], fill=True)[0]
+  assert sum(feature["input_mask"]) == 20 and feature["input_ids"][19] == tokenizer.vocab["[SEP]"]
 
 
 def test_stack_features_pads_with_dummy_rows():

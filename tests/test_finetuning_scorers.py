@@ -10,7 +10,7 @@ import sklearn.metrics
 
 from electra_tf.finetuning import result_files
 from electra_tf.finetuning.scorers import (AccuracyScorer, EntityLevelF1Scorer, MCCScorer, RegressionScorer,
-                                           get_span_labels, mrqa_evaluate, normalize_answer, squad_v1_evaluate,
+                                           TaggingScorer, get_span_labels, mrqa_evaluate, normalize_answer, squad_v1_evaluate,
                                            squad_v2_evaluate)
 
 
@@ -42,6 +42,9 @@ def test_regression_scorer_matches_scipy():
   # hand: perfectly monotone but not linear -> spearman 100, pearson < 100
   r = _update(RegressionScorer(), [0.0, 0.1, 0.2, 1.0], [0.0, 0.5, 0.6, 0.7])
   assert r["spearman"] == pytest.approx(100.0) and r["pearson"] < 100
+  # one row: the correlations are undefined (NaN), the squared error is not
+  r = _update(RegressionScorer(scale=2.0), [0.25], [0.75])
+  assert math.isnan(r["pearson"]) and math.isnan(r["spearman"]) and r["mse"] == pytest.approx(0.25 * 4)
 
 
 def test_normalize_answer():
@@ -121,6 +124,22 @@ def test_span_labels_and_entity_f1():
   r = scorer.get_results()
   assert (r["precision"], r["recall"], r["f1"]) == pytest.approx((200 / 3, 200 / 3, 200 / 3))
   assert r["loss"] == pytest.approx(3.0 / 6)  # per word
+
+
+def test_a_tagging_scorer_with_the_gold_of_every_word_scores_the_words_the_input_lost_as_wrong():
+  mapping = {t: i for i, t in enumerate(["B-X", "E-X", "O", "S-X"])}
+  gold = {0: [3, 2, 0, 1], 1: [2, 3]}  # sentence 0: S-X O B-X E-X, of which the input held 2 words
+  outputs = dict(labels=np.array([[3, 2, 0, 0], [2, 3, 0, 0]]), predictions=np.array([[3, 2, 0, 0], [2, 2, 0, 0]]),
+                 labels_mask=np.array([[1.0, 1.0, 0, 0], [1.0, 1.0, 0, 0]]), eid=np.arange(2), loss=np.ones(2))
+  seen = TaggingScorer(mapping)
+  seen.update(outputs)
+  every = TaggingScorer(mapping, gold)
+  every.update(outputs)
+  assert seen.get_results()["accuracy"] == pytest.approx(100 * 3 / 4)  # the 4 words the model saw
+  r = every.get_results()
+  assert r["accuracy"] == pytest.approx(100 * 3 / 6)  # all 6 words: the 2 lost ones wrong
+  # gold spans X(0,0) X(2,3) | X(1,1); predicted X(0,0) only: precision 1/1, recall 1/3
+  assert (r["precision"], r["recall"]) == pytest.approx((100.0, 100 / 3))
 
 
 def test_trial_summary_and_results_files(tmp_path):

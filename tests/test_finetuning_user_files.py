@@ -112,6 +112,8 @@ CASES = {
                           {}, "a.jsonl:2: mixed label types: line 1 has an integer label, line 2 text"),
     "malformed JSON line": (lambda p: bad(p, "a.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", label}\n'), {},
                             "a.jsonl:2: malformed JSON"),
+    "unclosed quote": (lambda p: bad(p, "a.csv", 'text,label\nfine,pos\n"dull film,neg\nok,pos\n'), {},
+                       "a.csv:3: malformed CSV: unexpected end of data; a quoted field is never closed"),
     "not UTF-8": (lambda p: bad(p, "a.csv", "text,label\ncaf\xe9,x\n".encode("latin-1"), "wb"), {},
                   "a.csv:2: not UTF-8 text (byte 0xe9); save the file as UTF-8"),
     "tokens and tags differ": (lambda p: bad(p, "a.jsonl", '{"tokens": ["a", "b"], "tags": ["DT"]}\n'), {},
@@ -143,3 +145,44 @@ def test_csv_module_and_reader_agree_on_a_tsv_with_quotes(tmp_path):
   with open(path, "w", encoding="utf-8", newline="") as f:
     csv.writer(f, delimiter="\t").writerows([("review", "polarity")] + rows)
   assert [(r["review"], r["polarity"]) for _, r in user_files.rows(str(path))] == rows
+
+
+def _user_task(tmp_path, bert_vocab, train, dev, **overrides):
+  from electra_tf.finetuning.tasks import get_tasks
+  from electra_tf.tokenization import load_tokenizer
+  from tests._finetuning_testlib import tiny_config
+  cfg = tiny_config(tmp_path, ["t"], bert_vocab, train_file=bad(tmp_path, "train.jsonl", train),
+                    dev_file=bad(tmp_path, "dev.jsonl", dev) if dev else None, **overrides)
+  return get_tasks(cfg, load_tokenizer(str(bert_vocab), True))[0]
+
+
+def test_a_null_text_or_a_regression_dev_without_two_labels_is_one_line(tmp_path, bert_vocab):
+  rows = "".join(json.dumps({"text": f"film {i}", "score": i / 4}) + "\n" for i in range(8))
+  with pytest.raises(DataError, match=r"dev.jsonl:2: the text in column 'text' is null; give a string"):
+    _user_task(tmp_path, bert_vocab, rows, '{"text": "a", "score": 1}\n{"text": null, "score": 0.5}\n',
+               label_column="score")
+  task = _user_task(tmp_path, bert_vocab, rows, '{"text": "fine", "score": 1.5}\n', label_column="score")
+  with pytest.raises(DataError, match=r"dev.jsonl: 1 row\(s\), 1 distinct label\(s\): scoring a regression "
+                     r"\(Pearson and Spearman correlation\) needs two different labels; add rows$"):
+    task.split_examples("dev")
+  task = _user_task(tmp_path, bert_vocab, rows, None, label_column="score", validation_size=1)
+  with pytest.raises(DataError, match=r"the validation split of .*train.jsonl: 1 row\(s\).*or raise validation_size"):
+    task.split_examples("validation")
+  task = _user_task(tmp_path, bert_vocab, rows, None, label_column="score", validation_size=2)
+  assert len(task.split_examples("validation")) == 2
+
+
+def test_a_new_run_removes_the_trial_models_an_earlier_run_left_beyond_its_own(tmp_path, bert_vocab):
+  from electra_tf.finetuning.run import FinetuningRun
+  from tests._finetuning_testlib import tiny_config
+  models = tmp_path / "models" / "tiny" / "finetuning_models"
+  for name in ("t_model_1", "t_model_2", "t_model_10", "t_models_3", "other_model_3", "t_x_model_3"):
+    (models / name).mkdir(parents=True)
+  run = FinetuningRun.__new__(FinetuningRun)  # the method needs only these
+  run.config, run.chief, run.tasks_key = tiny_config(tmp_path, ["t"], bert_vocab, num_trials=1), True, "t"
+  run.remove_earlier_models()
+  assert sorted(p.name for p in models.iterdir()) == ["other_model_3", "t_model_1", "t_models_3", "t_x_model_3"]
+  run.config = tiny_config(tmp_path, ["t"], bert_vocab, num_trials=-1)  # trials without end: nothing is stale
+  (models / "t_model_2").mkdir()
+  run.remove_earlier_models()
+  assert (models / "t_model_2").is_dir()

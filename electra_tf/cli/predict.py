@@ -64,6 +64,10 @@ def _run(args):
     else:
       predictor = predict.Predictor(source, args.batch_size)
     n = predict.write_predictions(predictor.predict_file(path, progress=not args.no_progress), args.output)
+  except DataError as e:
+    if args.input == "-" and e.path == path:  # name what the user gave, not the temporary copy
+      raise DataError("standard input", e.line, e.problem) from None
+    raise
   finally:
     if args.input == "-":
       os.unlink(path)

@@ -150,6 +150,20 @@ def glue_examples(examples: typing.Sequence) -> Examples:
                   [e.text_b for e in examples] if has_b else None)
 
 
+def tfidf_unavailable(fit_part: Examples, validation: Examples) -> typing.Optional[str]:
+  """Why TF-IDF + LR cannot be fitted to choose its C (None when it can): no validation rows, one class in the
+  rows it is fitted on, or not one word of two or more letters or digits (the vectorizer's token pattern) in
+  them."""
+  if not validation.labels:
+    return "no validation rows to choose C on"
+  if len(set(fit_part.labels)) < 2:
+    return "one class in the rows it would be fitted on"
+  analyzer = TfidfVectorizer(ngram_range=(1, 2)).build_analyzer()
+  if not any(analyzer(t) for t in list(fit_part.texts_a) + list(fit_part.texts_b or [])):
+    return "no word of two or more letters or digits in the training texts"
+  return None
+
+
 def task_baselines(task, eval_split: str = "dev") -> typing.Optional[dict]:
   """The classical baselines of a fine-tuning ``task`` on the rows the network trains on, scored on
   ``eval_split``: majority class and TF-IDF + LR (C chosen on the validation split carved from training, then
@@ -157,14 +171,18 @@ def task_baselines(task, eval_split: str = "dev") -> typing.Optional[dict]:
   task (word accuracy). None for other tasks."""
   if task.head_type == "classification":
     fit_part, validation = task.carved()
+    fit_part, validation = glue_examples(fit_part), glue_examples(validation)
     train = glue_examples(task.training_examples())
-    chosen = tfidf_logreg(glue_examples(fit_part), glue_examples(validation))
     evaluated = glue_examples(task.split_examples(eval_split))
+    found = {"majority": majority_accuracy(train.labels, evaluated.labels), "metric": "accuracy",
+             "train_rows": len(train.labels), "split": eval_split}
+    why_not = tfidf_unavailable(fit_part, validation)
+    if why_not:
+      return {**found, "tfidf_logreg": None, "tfidf_logreg_C": None, "tfidf_logreg_unavailable": why_not}
+    chosen = tfidf_logreg(fit_part, validation)
     model = TfidfLogReg(chosen["C"]).fit(train.texts_a, train.labels, train.texts_b)
-    return {"majority": majority_accuracy(train.labels, evaluated.labels),
-            "tfidf_logreg": accuracy(model.predict(evaluated.texts_a, evaluated.texts_b), evaluated.labels),
-            "tfidf_logreg_C": chosen["C"], "metric": "accuracy", "train_rows": len(train.labels),
-            "split": eval_split}
+    return {**found, "tfidf_logreg": accuracy(model.predict(evaluated.texts_a, evaluated.texts_b), evaluated.labels),
+            "tfidf_logreg_C": chosen["C"]}
   if task.head_type == "tagging" and hasattr(task, "spec"):
     sentences = [(e.words, e.tags) for e in task.training_examples()]
     evaluated = [(e.words, e.tags) for e in task.split_examples(eval_split)]
@@ -178,7 +196,10 @@ def format_baselines(task_name: str, found: dict, network_median: typing.Optiona
   parts = []
   if "majority" in found:
     parts.append(f"majority class {found['majority']:.1f}")
-    parts.append(f"TF-IDF + logistic regression (C {found['tfidf_logreg_C']:g}) {found['tfidf_logreg']:.1f}")
+    if found.get("tfidf_logreg") is None:
+      parts.append(f"TF-IDF + logistic regression n/a ({found['tfidf_logreg_unavailable']})")
+    else:
+      parts.append(f"TF-IDF + logistic regression (C {found['tfidf_logreg_C']:g}) {found['tfidf_logreg']:.1f}")
   if "lookup_tagger" in found:
     parts.append(f"most-frequent-tag lookup {found['lookup_tagger']:.1f}")
   if network_median is not None:

@@ -17,6 +17,7 @@ Rows are written as JSON Lines, or CSV / TSV by the output's extension, through 
 end: an interrupted run leaves no half-written output.
 """
 
+import contextlib
 import csv
 import io
 import json
@@ -35,6 +36,7 @@ from electra_tf.convert import load_pretrained_weights
 from electra_tf.errors import DataError
 from electra_tf.finetuning import user_files, user_task
 from electra_tf.finetuning.base import log, stack_features
+from electra_tf.finetuning.qa import answer_offsets
 from electra_tf.finetuning.trainer import Trainer
 from electra_tf.runtime.console import progress_bar
 from electra_tf.tokenization import load_tokenizer
@@ -153,9 +155,10 @@ class Predictor:
     labelled = all(has for _, has in contexts.values())
     self.scores = dict(scorer.get_results()) if labelled else None
     for qid, answer in answers.items():
-      context = contexts.get(qid, ("", False))[0]
-      start = context.find(answer) if answer else -1
-      yield {"id": qid, "answer": answer, "start": start, "end": start + len(answer) if start >= 0 else -1}
+      start = end = -1
+      if answer and qid in scorer.spans:
+        start, end = answer_offsets(contexts[qid][0], *scorer.spans[qid])
+      yield {"id": qid, "answer": answer, "start": start, "end": end}
 
 
 class SavedModelPredictor:
@@ -177,21 +180,20 @@ class SavedModelPredictor:
     self.scores = None
 
   def _inputs(self, part) -> dict:
-    spec = self.spec
-    if spec.type == "tagging":
+    if self.spec.type == "tagging":
       width = max(len(words) for _, words, _ in part)
       return {"words": tf.constant([list(words) + [""] * (width - len(words)) for _, words, _ in part])}
-    inputs = {"text": tf.constant([str(r.get(spec.text_column, "")) for _, r in part])}
-    if spec.text_pair_column:
-      inputs["text_pair"] = tf.constant([str(r.get(spec.text_pair_column, "")) for _, r in part])
+    inputs = {"text": tf.constant([text for _, _, (text, _) in part])}
+    if self.spec.text_pair_column:
+      inputs["text_pair"] = tf.constant([pair for _, _, (_, pair) in part])
     return inputs
 
   def predict_file(self, path: str, progress: bool = False) -> typing.Iterator[dict]:
     spec = self.spec
     if spec.type == "tagging":
       rows = list(user_task.tagged_sentences(spec, path, labelled=False))
-    else:
-      rows = list(user_files.rows(path))
+    else:  # (line, row, its texts): every row checked before the first prediction
+      rows = [(line, row, user_task.row_texts(spec, path, line, row)) for line, row in user_files.rows(path)]
     labels = [str(v) for v in spec.labels]
     for start in range(0, len(rows), self.batch_size):
       part = rows[start:start + self.batch_size]
@@ -232,25 +234,23 @@ def _flat(row: dict, separator: str = " ") -> dict:
   return flat
 
 
+# An output's extension -> its format (no extension, as /dev/null: JSON Lines).
+OUTPUT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", "": "jsonl"}
+
+
 def write_predictions(rows: typing.Iterable[dict], output: typing.Optional[str]) -> int:
-  """Writes ``rows`` to ``output`` (JSON Lines; CSV / TSV by extension; None or ``-``: standard output) through a
-  temporary file renamed at the end. Returns the row count."""
-  fmt = "jsonl"
-  if output and output != "-":
-    ext = os.path.splitext(output)[1].lower()
-    fmt = {".csv": "csv", ".tsv": "tsv"}.get(ext, "jsonl")
-    directory = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(directory):
-      raise DataError(output, None, "the output's directory does not exist; create it first")
-  buffer = io.StringIO() if not output or output == "-" else None
-  tmp = None
-  if buffer is None:
-    handle, tmp = tempfile.mkstemp(prefix=".predictions-", dir=os.path.dirname(os.path.abspath(output)))
-    stream = os.fdopen(handle, "w", encoding="utf-8", newline="")
-  else:
-    stream = buffer
-  n, writer = 0, None
-  try:
+  """Writes ``rows`` to ``output`` (JSON Lines; CSV / TSV by extension; None or ``-``: standard output), whole
+  or not at all (``runtime.atomic_output``). Returns the row count."""
+  to_stdout = not output or output == "-"
+  fmt = "jsonl" if to_stdout else OUTPUT_FORMATS.get(os.path.splitext(output)[1].lower())
+  if fmt is None:
+    raise DataError(output, None, f"unknown output format {os.path.splitext(output)[1]!r}; name the file .jsonl, "
+                    ".csv or .tsv")
+  if not to_stdout and not fileio.is_remote(output) and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+    raise DataError(output, None, "the output's directory does not exist; create it first")
+  buffer = io.StringIO() if to_stdout else None
+  with contextlib.nullcontext(buffer) if to_stdout else runtime.atomic_output(output) as stream:
+    n, writer = 0, None
     for row in rows:
       if fmt == "jsonl":
         stream.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -261,16 +261,8 @@ def write_predictions(rows: typing.Iterable[dict], output: typing.Optional[str])
           writer.writeheader()
         writer.writerow(flat)
       n += 1
-    if tmp is not None:
-      stream.close()
-      os.replace(tmp, output)
-      tmp = None
-    else:
-      sys.stdout.write(buffer.getvalue())
-  finally:
-    if tmp is not None:
-      stream.close()
-      os.unlink(tmp)
+  if to_stdout:
+    sys.stdout.write(buffer.getvalue())
   return n
 
 

@@ -55,6 +55,22 @@ def split_words(text: str):
   return words, char_to_word
 
 
+def answer_offsets(context: str, first_word: int, start: int, end: int) -> typing.Tuple[int, int]:
+  """Character offsets (end exclusive) in ``context`` of the span at ``start:end`` of the context's words from
+  ``first_word`` on joined by single spaces (what answer decoding reads): the same characters, with the
+  context's own whitespace between the words."""
+  words, char_to_word = split_words(context)
+  word_start = [i for i, w in enumerate(char_to_word) if w >= 0 and (i == 0 or char_to_word[i - 1] != w)]
+
+  def at(position):  # a character of a word, never a joining space
+    word = first_word
+    while position >= len(words[word]):
+      position -= len(words[word]) + 1
+      word += 1
+    return word_start[word] + position
+  return at(start), at(end - 1) + 1
+
+
 def add_paragraph_examples(task_name, examples, paragraph, is_train, v2, where=""):
   """Appends one QAExample per question of ``paragraph`` ({"context", "qas"}); returns the number of
   training answers that could not be recovered from the text (skipped, as the reference does)."""

@@ -18,6 +18,7 @@ import functools
 import itertools
 import os
 import random
+import re
 import time
 import typing
 
@@ -309,7 +310,13 @@ class FinetuningRun:
       self.trial_results, first = state["results"], state["trial"]
       self.say(f"resuming trial {first} ({len(self.trial_results)} finished trial(s) kept)")
     trials = itertools.count(first) if cfg.num_trials < 0 else range(first, cfg.num_trials + 1)
+    if state is None and cfg.do_train:
+      self.remove_earlier_models()
     summary = {}
+    if cfg.do_eval:  # a bad row of the scored split stops the run before training, not after it
+      for task in self.tasks:
+        if hasattr(task, "spec"):
+          task.split_examples(self.eval_split)
     self.baselines = self.fit_baselines() if cfg.do_eval else {}
     self.stopped = False
     for trial in trials:
@@ -335,6 +342,22 @@ class FinetuningRun:
       self.interrupted.clear()
     self.summary = summary
     return self.trial_results
+
+  def remove_earlier_models(self):
+    """A new run replaces the models an earlier run of the same tasks left beyond its own trials (the reference
+    replaces a trial's directory when the trial starts): no trial directory outlives the results that
+    describe it."""
+    parent = os.path.join(self.config.model_dir, "finetuning_models")
+    if not self.chief or self.config.num_trials < 0 or not fileio.isdir(parent):
+      return
+    pattern = re.compile(re.escape(self.tasks_key) + r"_model_(\d+)")
+    stale = sorted(name for name in fileio.listdir(parent)
+                   if (m := pattern.fullmatch(name)) and int(m.group(1)) > self.config.num_trials)
+    for name in stale:
+      fileio.rmtree(os.path.join(parent, name))
+    if stale:
+      log.info("removed %d model(s) of an earlier run of %s beyond trial %d: %s", len(stale), self.tasks_key,
+               self.config.num_trials, ", ".join(stale))
 
   def fit_baselines(self) -> dict:
     """{task: baselines} for the tasks from the user's files that have them (``baselines.task_baselines``)."""

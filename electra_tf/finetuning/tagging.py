@@ -71,9 +71,12 @@ def tokenize_and_align(tokenizer, words, cased: bool = False) -> typing.List[lis
   return out
 
 
-def featurize_tagging(task, examples, cased: bool = False) -> list:
-  """Tagging features of ``task``'s examples. Words that do not fit are cut (the reference ends the input with
-  [SEP] at the word that would overflow); labels are word-aligned, positions point at each word's first piece."""
+def featurize_tagging(task, examples, cased: bool = False, fill: bool = False) -> list:
+  """Tagging features of ``task``'s examples; labels are word-aligned, positions point at each word's first
+  piece. Words that do not fit are cut: the input ends with [SEP] at the first word whose pieces would overflow.
+  With ``fill`` that is the first word whose pieces and the closing [SEP] do not fit in ``max_seq_length``;
+  without it, the reference's test, which also counts every word of the sentence (so a sentence of many
+  short words loses its last words well before ``max_seq_length`` pieces)."""
   max_len = task.config.max_seq_length
   vocab = task.tokenizer.vocab
   name = task.name
@@ -82,7 +85,8 @@ def featurize_tagging(task, examples, cased: bool = False) -> list:
     words_to_tokens = tokenize_and_align(task.tokenizer, example.words, cased)
     input_ids, positions = [], []
     for word_tokens in words_to_tokens:
-      if len(words_to_tokens) + len(input_ids) + 1 > max_len:
+      if (len(input_ids) + len(word_tokens) + 1 > max_len if fill
+          else len(words_to_tokens) + len(input_ids) + 1 > max_len):
         input_ids.append(vocab["[SEP]"])
         break
       if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:

@@ -106,7 +106,7 @@ def _json_lines(path: str, lines: _Lines) -> typing.Iterator[Row]:
 
 
 def _delimited(path: str, lines: _Lines, delimiter: str) -> typing.Iterator[Row]:
-  reader = csv.reader(lines, delimiter=delimiter)
+  reader = csv.reader(lines, delimiter=delimiter, strict=True)  # a quote never closed is an error, not one field
   try:
     header = next(reader)
   except StopIteration:
@@ -123,7 +123,8 @@ def _delimited(path: str, lines: _Lines, delimiter: str) -> typing.Iterator[Row]
     except StopIteration:
       break
     except csv.Error as e:
-      raise DataError(path, start, f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
+      unclosed = "; a quoted field is never closed" if "unexpected end of data" in str(e) else ""
+      raise DataError(path, start, f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}{unclosed}") from None
     if not fields or (len(fields) == 1 and not fields[0].strip()):
       start = lines.line_no + 1
       continue

@@ -366,6 +366,24 @@ def _label_value(spec: TaskSpec, value):
   return value
 
 
+def row_texts(spec: TaskSpec, path: str, line: int, row: dict) -> typing.Tuple[str, typing.Optional[str]]:
+  """A row's text and text pair (None without a pair column); a missing column or a JSON null is an error
+  naming the line."""
+  texts = []
+  for column in (spec.text_column, spec.text_pair_column):
+    if column is None:
+      texts.append(None)
+      continue
+    if column not in row:
+      raise DataError(path, line, f"no column {column!r}; the file's columns are "
+                      f"{', '.join(repr(c) for c in row)}")
+    if row[column] is None:
+      raise DataError(path, line, f"the text in column {column!r} is null; give a string (\"\" for no text) "
+                      "or drop the row")
+    texts.append(str(row[column]))
+  return texts[0], texts[1]
+
+
 class UserClassification(UserFilesMixin, GlueTask):
   """One text (or a pair) -> one of the labels the training file holds."""
 
@@ -387,26 +405,12 @@ class UserClassification(UserFilesMixin, GlueTask):
     path = self.split_path(split)
     examples, ids = [], []
     for eid, (line, row) in enumerate(user_files.rows(path)):
-      text_a, text_b = self._texts(path, line, row)
+      text_a, text_b = row_texts(self.spec, path, line, row)
       label = self._label(path, line, row, split)
       examples.append(InputExample(eid, self.name, text_a, text_b, label))
-      ids.append(row.get(self.spec.id_column, eid) if self.spec.id_column else line)
+      ids.append(row.get(self.spec.id_column) if self.spec.id_column else line)  # no id: null
     self.ids[split] = ids
     return examples
-
-  def _texts(self, path, line, row):
-    spec = self.spec
-    texts = []
-    for column in (spec.text_column, spec.text_pair_column):
-      if column is None:
-        texts.append(None)
-        continue
-      if column not in row:
-        raise DataError(path, line, f"no column {column!r}; the file's columns are "
-                        f"{', '.join(repr(c) for c in row)}")
-      value = row[column]
-      texts.append("" if value is None else str(value))
-    return texts[0], texts[1]
 
   def has_labels(self, split: str) -> bool:
     return split != "test" or self._file_has_label(self.split_path(split))
@@ -459,6 +463,15 @@ class UserRegression(UserClassification, RegressionTask):
     if not math.isfinite(label):
       raise DataError(path, line, f"label {value!r} is not a finite number")
     return label
+
+  def split_examples(self, split: str) -> list:
+    examples = super().split_examples(split)
+    if split in ("dev", "validation") and len({e.label for e in examples}) < 2:
+      where = self.split_path("dev") if split == "dev" else f"the validation split of {self.split_path('train')}"
+      raise DataError(where, None, f"{len(examples)} row(s), {len({e.label for e in examples})} distinct label(s): "
+                      "scoring a regression (Pearson and Spearman correlation) needs two different labels; add "
+                      "rows" + (" or raise validation_size" if split == "validation" else ""))
+    return examples
 
   def to_unit(self, value: float) -> float:
     return (float(value) - self.spec.min_value) / (self.spec.max_value - self.spec.min_value)
@@ -542,7 +555,14 @@ class UserTagging(UserFilesMixin, Task):
     return examples
 
   def featurize(self, examples, is_training):
-    return featurize_tagging(self, examples, cased=not self.config.do_lower_case)
+    features = featurize_tagging(self, examples, cased=not self.config.do_lower_case, fill=True)
+    kept = [int(sum(f[f"{self.name}_labels_mask"])) for f in features]
+    cut = [len(e.words) - k for e, k in zip(examples, kept) if k < len(e.words)]
+    if cut:
+      log.warning("%s: %d of %d words (in %d of %d sentences) do not fit in max_seq_length %d word pieces: they "
+                  "get no tag (scored as wrong); raise max_seq_length to tag them", self.name, sum(cut),
+                  sum(len(e.words) for e in examples), len(cut), len(examples), self.config.max_seq_length)
+    return features
 
   def feature_specs(self):
     return tagging_feature_specs(self)
@@ -552,7 +572,7 @@ class UserTagging(UserFilesMixin, Task):
     return len(self.label_mapping)
 
   def get_scorer(self, split="dev", output_dir=None):
-    return TaggingScorer(self.label_mapping)
+    return TaggingScorer(self.label_mapping, {e.eid: e.labels for e in self.split_examples(split)})
 
   def test_output_splits(self):
     return ()

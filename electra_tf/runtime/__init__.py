@@ -19,11 +19,12 @@ Around it:
   ``RuntimeConfig`` asks for, whether this process writes the outputs (one writer per job) and whether the step
   is XLA-compiled (auto: on a GPU).
 - ``precision``: ``set_precision_policy``, float32 / bfloat16 / float16 compute with float32 variables.
-- ``signals``: ``stop_requests``, SIGTERM / SIGINT as a stop request a loop polls between steps.
+- ``signals``: ``stop_requests``, SIGTERM / SIGINT as a stop request a loop polls between steps;
+  ``stop_signals_caught``.
 - ``summaries``: ``write_scalars`` and ``LazySummaryWriter`` (TensorBoard).
 - ``console``: ``progress_bar``, ``log_line``, ``format_duration`` (ETAs).
-- ``atomic_files``: ``atomic_write`` / ``atomic_directory`` (outputs appear whole or not at all) and
-  ``check_writable`` (an output that could not be written is reported before the work, not after it).
+- ``atomic_files``: ``atomic_write`` / ``atomic_output`` / ``atomic_directory`` (outputs appear whole or not
+  at all) and ``check_writable`` (an output that could not be written is reported before the work, not after it).
 - ``restore``: ``restore_checkpoint``, the one restore of a checkpoint that may not fit, reported in one line.
 
 The names of the modules "around it" are also importable from ``electra_tf.runtime`` itself, their module
@@ -65,10 +66,11 @@ def set_default_xla_flags() -> bool:
 _MODULE_OF = {
     "format_duration": "console", "log_line": "console", "progress_bar": "console",
     "is_chief": "devices", "select_strategy": "devices", "xla_choice": "devices",
-    "atomic_directory": "atomic_files", "atomic_write": "atomic_files", "check_writable": "atomic_files",
+    "atomic_directory": "atomic_files", "atomic_output": "atomic_files", "atomic_write": "atomic_files",
+    "check_writable": "atomic_files",
     "PRECISION_POLICIES": "precision", "set_precision_policy": "precision",
     "restore_checkpoint": "restore",
-    "stop_requests": "signals",
+    "stop_requests": "signals", "stop_signals_caught": "signals",
     "LazySummaryWriter": "summaries", "write_scalars": "summaries",
 }
 __all__ = sorted(_MODULE_OF)

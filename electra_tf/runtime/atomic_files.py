@@ -2,6 +2,7 @@
 destination, then renamed), so an interrupted job never leaves a half-written file; and an output that
 could not be written is reported before the work, not after it (``check_writable``)."""
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -50,41 +51,65 @@ def check_writable(path: str, what: str = "output", directory: bool = False, cre
                           "another path or fix its permissions") from None
 
 
-def atomic_write(path: str, data: typing.Union[str, bytes]):
-  """Writes ``data`` (text as UTF-8) to ``path`` through a temporary file in the same directory.
+def new_file_mode() -> int:
+  """The permission bits the process's umask gives a new file (0o644 under the usual umask 022)."""
+  mask = os.umask(0)
+  os.umask(mask)
+  return 0o666 & ~mask
 
-  On a remote filesystem (``gs://``) the final rename is a copy then a delete: not atomic, but ``path``
-  never holds a half-written file."""
-  data = data.encode("utf-8") if isinstance(data, str) else data
+
+@contextlib.contextmanager
+def atomic_output(path: str, binary: bool = False):
+  """``with atomic_output(path) as f:`` what is written to ``f`` (text: UTF-8, newlines as written) lands at
+  ``path`` whole when the block ends, and nowhere if it raises: it goes to a temporary file beside the
+  destination, renamed over it at the end.
+
+  The result has the mode the umask gives a new file, or the mode of the file it replaces. A symbolic link is
+  written through (its target is replaced, the link stays); a destination that is not a regular file
+  (``/dev/null``, a named pipe) is written directly. On a remote filesystem (``gs://``) the text is staged
+  locally, copied beside ``path`` and renamed: not atomic, but ``path`` never holds a half-written file."""
+  mode = "wb" if binary else "w"
+  text = {} if binary else {"encoding": "utf-8", "newline": ""}
   if fileio.is_remote(path):
-    _remote_atomic_write(str(path), data)
+    fd, staged = tempfile.mkstemp(prefix=".electra-staging-")
+    try:
+      with os.fdopen(fd, mode, **text) as f:
+        yield f
+      fileio.makedirs(os.path.dirname(str(path)))
+      remote_tmp = fileio.join(os.path.dirname(str(path)), f".tmp_{uuid.uuid4().hex}")
+      fileio.copy(staged, remote_tmp)
+      try:
+        fileio.rename(remote_tmp, str(path))
+      except BaseException:
+        fileio.remove(remote_tmp)
+        raise
+    finally:
+      os.remove(staged)
     return
-  directory = os.path.dirname(os.path.abspath(path))
+  target = os.path.realpath(os.fspath(path))
+  if os.path.exists(target) and not os.path.isfile(target):
+    with open(target, mode, **text) as f:
+      yield f
+    return
+  directory = os.path.dirname(target)
   os.makedirs(directory, exist_ok=True)
+  keep = os.stat(target).st_mode & 0o7777 if os.path.isfile(target) else new_file_mode()
   fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
   try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.chmod(tmp, 0o644)  # mkstemp makes it private; the renamed result should not be
-    os.replace(tmp, path)
+    with os.fdopen(fd, mode, **text) as f:
+      yield f
+    os.chmod(tmp, keep)  # mkstemp makes it private
+    os.replace(tmp, target)
   except BaseException:
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
 
 
-def _remote_atomic_write(path: str, data: bytes):
-  directory = os.path.dirname(path)
-  fileio.makedirs(directory)
-  tmp = fileio.join(directory, f".tmp_{uuid.uuid4().hex}")
-  try:
-    with fileio.open_file(tmp, "wb") as f:
-      f.write(data)
-    fileio.rename(tmp, path)
-  except BaseException:
-    if fileio.exists(tmp):
-      fileio.remove(tmp)
-    raise
+def atomic_write(path: str, data: typing.Union[str, bytes]):
+  """Writes ``data`` (text as UTF-8) to ``path`` whole or not at all (``atomic_output``)."""
+  with atomic_output(path, binary=True) as f:
+    f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 class atomic_directory:  # pylint: disable=invalid-name

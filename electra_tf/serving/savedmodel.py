@@ -266,8 +266,9 @@ class ServingModule(tf.Module):
 
   def tag(self, words):
     """Tags of ``words`` [B, W] ("" after a sentence's last word), as fine-tuning featurizes a sentence: each
-    word's pieces, [CLS] first and [SEP] last, the words cut where the reference cuts them (word i is kept
-    while words + 4 + the pieces before it fit in max_seq_length); each word is tagged at its first piece.
+    word's pieces, [CLS] first and [SEP] last, the words cut where fine-tuning cuts them (a task from the
+    user's files: word i is kept while [CLS], its pieces, those before it and [SEP] fit in max_seq_length; the
+    reference's tasks: while words + 4 + the pieces before it fit); each word is tagged at its first piece.
     Returns ``tags`` [B, W] ("" for padding and cut words), ``tag_ids`` and ``kept`` [B, W]."""
     name, length = self.info["name"], self.max_seq_length
     batch, width = tf.shape(words)[0], tf.shape(words)[1]
@@ -277,7 +278,10 @@ class ServingModule(tf.Module):
     per_word = tf.cast(pieces.row_lengths(axis=2), tf.int32).to_tensor() * tf.cast(present, tf.int32)
     n_words = tf.reduce_sum(tf.cast(present, tf.int32), -1, keepdims=True)
     before = tf.cumsum(per_word, axis=-1, exclusive=True)
-    kept = present & (n_words + 4 + before <= length)
+    if "spec" in self.info:
+      kept = present & (before + per_word + 2 <= length)
+    else:
+      kept = present & (n_words + 4 + before <= length)
     body = tf.ragged.boolean_mask(pieces, kept).merge_dims(1, 2)
     ones = tf.ones([batch, 1], tf.int32)
     ids = tf.concat([ones * self.cls_id, body, ones * self.sep_id], axis=1)[:, :length]

@@ -43,7 +43,9 @@ class RegressionScorer(SentenceLevelScorer):
 
   def _get_results(self):
     targets, preds = np.asarray(self._true_labels, np.float64), np.asarray(self._preds, np.float64)
-    return [("pearson", 100.0 * scipy.stats.pearsonr(targets, preds)[0]),
-            ("spearman", 100.0 * scipy.stats.spearmanr(targets, preds)[0]),
+    # Undefined (NaN) for fewer than two rows, as for constant targets or predictions.
+    correlation = lambda fn: 100.0 * fn(targets, preds)[0] if len(targets) > 1 else float("nan")
+    return [("pearson", correlation(scipy.stats.pearsonr)),
+            ("spearman", correlation(scipy.stats.spearmanr)),
             ("mse", float(np.mean(np.square(targets - preds))) * self.scale ** 2),
             ("loss", self.get_loss())]

@@ -26,10 +26,10 @@ from electra_tf.tokenization import BasicTokenizer
 
 
 
-def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
-  """Projects the normalised predicted text back onto the original span (BERT's heuristic): align the
-  basic-tokenized original with itself character by character, ignoring spaces; on failure return
-  the whole original span."""
+def final_span(pred_text: str, orig_text: str, do_lower_case: bool) -> typing.Tuple[int, int]:
+  """Where the normalised predicted text lies in the original span ``orig_text`` (BERT's heuristic), as
+  character offsets ``(start, end)``, end exclusive: align the basic-tokenized original with itself character by
+  character, ignoring spaces; on failure the whole original span."""
   def strip_spaces(text):
     chars, ns_to_s = [], {}
     for i, c in enumerate(text):
@@ -39,21 +39,28 @@ def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
       chars.append(c)
     return "".join(chars), ns_to_s
 
+  whole = (0, len(orig_text))
   tok_text = " ".join(BasicTokenizer(do_lower_case=do_lower_case).tokenize(orig_text))
   start = tok_text.find(pred_text)
   if start == -1:
-    return orig_text
+    return whole
   end = start + len(pred_text) - 1
   orig_ns, orig_map = strip_spaces(orig_text)
   tok_ns, tok_map = strip_spaces(tok_text)
   if len(orig_ns) != len(tok_ns):
-    return orig_text
+    return whole
   tok_s_to_ns = {s: ns for ns, s in tok_map.items()}
   orig_start = orig_map.get(tok_s_to_ns.get(start, -1))
   orig_end = orig_map.get(tok_s_to_ns.get(end, -1))
   if orig_start is None or orig_end is None:
-    return orig_text
-  return orig_text[orig_start:orig_end + 1]
+    return whole
+  return orig_start, orig_end + 1
+
+
+def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
+  """The predicted text projected back onto the original span (``final_span``)."""
+  start, end = final_span(pred_text, orig_text, do_lower_case)
+  return orig_text[start:end]
 
 
 def _softmax(scores):
@@ -73,6 +80,9 @@ class SpanBasedQAScorer(Scorer):
     self.task, self.split, self.output_dir = task, split, output_dir
     self._results = {}
     self.predictions, self.null_odds, self.nbest = None, None, None
+    # {id: (first word, start, end)}: where each prediction lies, as character offsets into the example's words
+    # from that one on, joined by single spaces (``answer_offsets`` puts them into the context)
+    self.spans = None
 
   def update(self, outputs):
     super().update(outputs)
@@ -80,12 +90,12 @@ class SpanBasedQAScorer(Scorer):
       self._results[int(eid)] = {k: np.asarray(outputs[k][i]) for k in QA_OUTPUTS}
 
   def decode(self):
-    """Predictions {id: text}, null odds {id: float} (v2) and the n-best lists."""
+    """Predictions {id: text} and null odds {id: float} (v2); the n-best lists and spans are kept."""
     cfg, task = self.task.config, self.task
     by_example = collections.defaultdict(list)
     for feature in task.eval_features(self.split):
       by_example[feature["example_index"]].append(feature)
-    predictions, null_odds, nbest_all = collections.OrderedDict(), collections.OrderedDict(), {}
+    predictions, null_odds, nbest_all, spans = collections.OrderedDict(), collections.OrderedDict(), {}, {}
     for example in task.get_examples(self.split):
       features = by_example[example.eid]
       prelim, score_null = [], 1e6
@@ -119,7 +129,7 @@ class SpanBasedQAScorer(Scorer):
               s_score, e_score = float(result["start_logits"][start]), float(result["end_logits"][end])
             prelim.append((fi, start, end, s_score, e_score))
       prelim.sort(key=lambda p: p[3] + p[4], reverse=True)
-      seen, nbest = set(), []
+      seen, nbest, where = set(), [], {}
       for fi, start, end, s_score, e_score in prelim:
         if len(nbest) >= cfg.n_best_size:
           break
@@ -128,11 +138,13 @@ class SpanBasedQAScorer(Scorer):
         tok_text = " ".join(tok_text.strip().split())
         orig = feature["token_to_orig_map"]
         orig_text = " ".join(example.doc_tokens[orig[start]:orig[end] + 1])
-        text = get_final_text(tok_text, orig_text, cfg.do_lower_case)
+        span = final_span(tok_text, orig_text, cfg.do_lower_case)
+        text = orig_text[span[0]:span[1]]
         if text in seen:
           continue
         seen.add(text)
         nbest.append({"text": text, "start_logit": s_score, "end_logit": e_score})
+        where[text] = (orig[start], *span)
       if not nbest:  # the reference's nonce prediction for the rare case of no valid span
         nbest.append({"text": "empty", "start_logit": 0.0, "end_logit": 0.0})
       for entry, p in zip(nbest, _softmax([e["start_logit"] + e["end_logit"] for e in nbest])):
@@ -146,7 +158,10 @@ class SpanBasedQAScorer(Scorer):
       else:
         predictions[key] = nbest[0]["text"]
       nbest_all[key] = nbest
+      if predictions[key] in where:
+        spans[key] = where[predictions[key]]
     self.predictions, self.null_odds, self.nbest = predictions, (null_odds if task.v2 else None), nbest_all
+    self.spans = spans
     return predictions, self.null_odds
 
   def evaluate(self, predictions: dict, null_odds) -> dict:

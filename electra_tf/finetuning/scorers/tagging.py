@@ -1,5 +1,7 @@
 """Chunking: BIOES conversion and span-level precision / recall / F1 (the reference's tagging utils)."""
 
+import typing
+
 import numpy as np
 
 from electra_tf.finetuning.scorers.base import Scorer
@@ -98,9 +100,17 @@ def is_span_scheme(tags) -> bool:
 
 class TaggingScorer(EntityLevelF1Scorer):
   """A user's tagging task: word accuracy x100, and span precision / recall / F1 when the tag set is a span
-  encoding (``is_span_scheme``); loss per word."""
+  encoding (``is_span_scheme``); loss per word. With ``gold`` ({example id: every word's label id}) both are
+  over every word, a word the input could not hold counting as wrong (its gold spans as missed); without it,
+  over the words the model saw."""
+
+  def __init__(self, label_mapping: dict, gold: typing.Optional[dict] = None):
+    super().__init__(label_mapping)
+    self._gold = gold
 
   def _get_results(self):
+    if self._gold is not None:
+      self._labels = [list(self._gold[eid]) for eid in self._eids]
     words = sum(len(labels) for labels in self._labels)
     correct = sum(int(p == g) for labels, preds in zip(self._labels, self._preds) for p, g in zip(preds, labels))
     results = [("accuracy", 100.0 * correct / max(1, words))]
