@@ -605,16 +605,11 @@ def parse_args(argv=None):
   return args
 
 
-def _main(args):
-  run(args)
-  return
-
-
-
 def main(argv=None) -> int:
   """Runs the experiment; a user-fixable error (``ElectraError``) is one ``error:`` line and exit status 2."""
   args = parse_args(argv)
-  return run_cli(lambda: _main(args))
+  return run_cli(lambda: run(args))
+
 
 if __name__ == "__main__":
   sys.exit(main())

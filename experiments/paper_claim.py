@@ -695,14 +695,13 @@ def _main(args):
   atomic_write(os.path.join(args.work_dir, "summary.md"), table)
   print(table, end="", flush=True)
   log(f"summary: {os.path.join(args.work_dir, 'summary.json')}, {summary['plot']}")
-  return
-
 
 
 def main(argv=None) -> int:
   """Runs the experiment; a user-fixable error (``ElectraError``) is one ``error:`` line and exit status 2."""
   args = parse_args(argv)
   return run_cli(lambda: _main(args))
+
 
 if __name__ == "__main__":
   sys.exit(main())

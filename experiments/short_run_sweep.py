@@ -364,14 +364,13 @@ def _main(args):
     steps_c = [int(s) for s in args.steps.split(",") if s.strip()]
     points = stage_points(args.points.strip().upper(), read_rows(args.out), steps_c)
   run_points(args, points)
-  return
-
 
 
 def main(argv=None) -> int:
   """Runs the experiment; a user-fixable error (``ElectraError``) is one ``error:`` line and exit status 2."""
   args = parse_args(argv)
   return run_cli(lambda: _main(args))
+
 
 if __name__ == "__main__":
   sys.exit(main())

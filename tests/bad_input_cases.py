@@ -587,6 +587,11 @@ CASES: typing.List[Case] = [
     Case("profile_steps_backwards", "`profile_steps` \"5,3\": the last step to trace before the first", NOTHING,
          lambda s: _pretrain(s.good, '{"profile_steps": "5,3"}', "m_profile"),
          "profile_steps is '5,3'; give the first and last training step to trace as \"A,B\" with 1 <= A <= B"),
+    Case("own_regression_dev_one_row", "own regression dev file with one row (no correlation to score)", DATA,
+         lambda s: _own(s, "own9", "train.csv", "text,score\nfine,0.5\ndull,1.5\nok,1.0\n", "--label-column", "score",
+                        "--dev-file", s.file("own9/dev.csv", "text,score\na fine film,1.7\n")),
+         "dev.csv: 1 row(s), 1 distinct label(s): scoring a regression (Pearson and Spearman correlation) needs two "
+         "different labels"),
 ]
 
 

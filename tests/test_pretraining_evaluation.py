@@ -66,3 +66,26 @@ def test_disc_auc_real_ignores_padding_and_reads_half_for_a_constant_discriminat
   padding_share = (~real).sum() / negatives
   assert constant["disc_auc"] == pytest.approx(0.5 + 0.5 * padding_share, abs=0.01)
   assert constant["disc_recall"] == 0.0
+
+
+def test_an_empty_held_out_split_is_refused_before_training_not_waited_on(tmp_path):
+  """A held-out split without a record (an --eval-fraction that took no document) would leave evaluation
+  waiting forever for its first batch."""
+  from electra_tf.configs import PretrainingConfig
+  from electra_tf.pretraining import inputs
+  from electra_tf.pretraining.trainer import PretrainingError
+  records = tmp_path / "pretrain_tfrecords"
+  records.mkdir()
+  with tf.io.TFRecordWriter(str(records / "pretrain_data.tfrecord-0-of-1")) as w:
+    w.write(b"x")
+  (records / "pretrain_eval.tfrecord-0-of-1").write_bytes(b"")
+  cfg = PretrainingConfig.create("m", str(tmp_path), eval_every_steps=2)
+  with pytest.raises(PretrainingError, match=r"pretrain_eval.tfrecord\* holds no examples .*rebuild the data"):
+    inputs.heldout_patterns(cfg)
+  with pytest.raises(PretrainingError, match="holds no examples"):
+    inputs.check_data(cfg)  # before the first step
+  assert inputs.check_data(PretrainingConfig.create("m", str(tmp_path))) == [
+      str(records / "pretrain_data.tfrecord-0-of-1")]  # no evaluation: nothing to wait on
+  with tf.io.TFRecordWriter(str(records / "pretrain_eval.tfrecord-0-of-1")) as w:
+    w.write(b"x")
+  assert inputs.heldout_patterns(cfg) == str(records / "pretrain_eval.tfrecord*")

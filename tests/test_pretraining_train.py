@@ -406,3 +406,26 @@ def test_uniform_and_tied_generators_train_under_the_electra_objective(wiki_dir,
     assert after["masked_lm_loss"] < before["masked_lm_loss"] - 0.5  # the shared encoder learns the MLM task
     assert log["total_loss"] == pytest.approx(log["mlm_loss"] + 50.0 * log["disc_loss"], rel=1e-5)
   assert after["disc_loss"] < before["disc_loss"]
+
+
+def test_resuming_with_other_networks_or_another_batch_is_one_line_before_the_restore(tmp_path):
+  """A run's saved hparams say what its checkpoints hold; a rerun that would build other networks (attention
+  heads leave every shape as it was) or read another batch shape is refused, naming the change. Other hparams
+  (more steps, another learning rate) resume."""
+  from electra_tf.configs import PretrainingConfig
+  from electra_tf.errors import PretrainingError
+  from electra_tf.pretraining.trainer import check_resumable
+  started = PretrainingConfig.create("m", str(tmp_path), preset="tiny", train_batch_size=8)
+  os.makedirs(started.model_dir)
+  with open(os.path.join(started.model_dir, started.SAVED_CONFIG_FILE), "w") as f:
+    f.write(started.to_json())
+  check_resumable(PretrainingConfig.create("m", str(tmp_path), preset="tiny", train_batch_size=8,
+                                           num_train_steps=99, learning_rate=1e-4))
+  heads = PretrainingConfig.create("m", str(tmp_path), preset="tiny", train_batch_size=8,
+                                   model_hparam_overrides={"num_attention_heads": 4})
+  n = started.discriminator_config().num_attention_heads
+  with pytest.raises(PretrainingError, match=rf"holds a run started with num_attention_heads {n} \(now 4\) \(.*"
+                     rf"pretraining_config.json\); resume it with the hparams it was started with"):
+    check_resumable(heads)
+  with pytest.raises(PretrainingError, match=r"started with train_batch_size 8 \(now 16\) \("):
+    check_resumable(PretrainingConfig.create("m", str(tmp_path), preset="tiny", train_batch_size=16))

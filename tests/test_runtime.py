@@ -34,6 +34,58 @@ def test_atomic_write_replaces_whole_files_and_leaves_nothing_on_failure(tmp_pat
   assert sorted(p.name for p in path.parent.iterdir()) == ["results.json"]
 
 
+def test_atomic_output_writes_through_links_and_devices_and_gives_the_umask_s_mode(tmp_path):
+  target = tmp_path / "target.jsonl"
+  target.write_text("old\n")
+  link = tmp_path / "link.jsonl"
+  link.symlink_to(target)
+  with runtime.atomic_output(str(link)) as f:
+    f.write("new\n")
+  assert link.is_symlink() and target.read_text() == "new\n"  # the link stays, its target is replaced
+  previous = os.umask(0o027)
+  try:
+    with runtime.atomic_output(str(tmp_path / "fresh.txt")) as f:
+      f.write("x")
+    os.chmod(target, 0o600)
+    with runtime.atomic_output(str(target)) as f:
+      f.write("y")
+  finally:
+    os.umask(previous)
+  assert (tmp_path / "fresh.txt").stat().st_mode & 0o777 == 0o640  # 0o666 less the umask, as open() gives
+  assert target.stat().st_mode & 0o777 == 0o600  # a replaced file keeps its mode
+  with runtime.atomic_output(os.devnull) as f:  # a device is written, never replaced
+    f.write("discarded")
+  assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+  fifo = tmp_path / "pipe"
+  os.mkfifo(fifo)
+  read = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+  with runtime.atomic_output(str(fifo)) as f:
+    f.write("through the pipe\n")
+  assert read.communicate(timeout=30)[0] == "through the pipe\n" and fifo.is_fifo()
+  with pytest.raises(RuntimeError):
+    with runtime.atomic_output(str(target)) as f:
+      f.write("half")
+      raise RuntimeError("interrupted")
+  assert target.read_text() == "y"
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.txt", "link.jsonl", "pipe", "target.jsonl"]
+
+
+def test_a_command_stopped_by_a_signal_exits_128_plus_the_signal():
+  import signal
+  from electra_tf.cli.common import run_cli
+
+  def stopped_job(sig):
+    with runtime.stop_requests() as stop:
+      os.kill(os.getpid(), sig)
+      assert stop.signal == sig  # the job saves its checkpoint and returns normally
+
+  assert run_cli(lambda: stopped_job(signal.SIGTERM)) == 143
+  assert run_cli(lambda: stopped_job(signal.SIGINT)) == 130
+  assert run_cli(lambda: None) == 0  # a signal an earlier job of the process caught does not count
+  assert run_cli(lambda: (_ for _ in ()).throw(ElectraError("bad input"))) == 2
+  assert runtime.stop_signals_caught()[-2:] == (signal.SIGTERM, signal.SIGINT)
+
+
 def test_atomic_directory_swaps_in_complete_outputs_only(tmp_path):
   dest = tmp_path / "model"
   with runtime.atomic_directory(dest) as tmp:

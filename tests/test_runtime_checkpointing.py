@@ -90,3 +90,15 @@ def test_a_checkpoint_of_other_shapes_is_one_error_line_without_tensorflow_warni
   assert "(64, 64)" in message and "rerun with the hparams the run was started with" in message
   assert not [r for r in caplog.records if r.levelno >= logging.WARNING], [r.getMessage() for r in caplog.records]
   assert capsys.readouterr().err == ""
+
+
+def test_a_checkpoint_of_variable_names_in_the_model_directory_says_to_pass_it_as_init_checkpoint(tmp_path):
+  """A released (TF1, name-based) checkpoint copied into a run's model directory is not a run to resume."""
+  from electra_tf.convert import write_tf1
+  write_tf1(str(tmp_path), {"electra/embeddings/word_embeddings": np.zeros((4, 2), np.float32)}, 30, None,
+            overwrite=True)
+  step, _, objects = _objects()
+  with pytest.raises(CheckpointError, match=r"model.ckpt-30 is a checkpoint of variable names \(the reference's TF1 "
+                     r"layout\), not one of a run of this trainer; to start from its weights pass it as "
+                     r"--init-checkpoint, with another model directory"):
+    checkpointing.Checkpointer(str(tmp_path), objects, step).restore()

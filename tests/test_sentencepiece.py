@@ -49,6 +49,8 @@ def test_every_vocab_reader_accepts_a_model(sp_model):
   assert SpecialIds.from_vocab_file(sp_model, n) == SpecialIds(0, 101, 102, 103)
   with pytest.raises(PretrainingError, match=f"has {n} tokens but vocab_size is 10;"):
     SpecialIds.from_vocab_file(sp_model, 10)
+  with pytest.raises(PretrainingError, match=f"has {n} tokens but vocab_size is 30522; set {{\"vocab_size\": {n}}}"):
+    SpecialIds.from_vocab_file(sp_model, 30522)  # rows no token uses: a model no exporter takes with this vocab
   assert vocab_files.count_vocab(sp_model) == n
   assert vocab_files.vocab_file_name(sp_model) == "spiece.model"
   tok = tokenization.load_tokenizer(sp_model, do_lower_case=False)

@@ -8,17 +8,22 @@ import typing
 
 from electra_tf import presets, sample_data
 from electra_tf.errors import ElectraError, HParamError, first_line
+from electra_tf.runtime import signals
 
 
 def run_cli(main: typing.Callable[[], typing.Any]) -> int:
-  """Runs ``main()`` and returns the exit status: 0, or 2 when an ``ElectraError`` or a file-system error
-  became ``error: <first line>`` on stderr (anything else is a bug and keeps its traceback)."""
+  """Runs ``main()`` and returns the exit status: 0; 2 when an ``ElectraError`` or a file-system error
+  became ``error: <first line>`` on stderr (anything else is a bug and keeps its traceback); 128 + the signal
+  when a stop signal ended the job early (its checkpoint saved: rerunning resumes it)."""
+  caught_before = len(signals.stop_signals_caught())
+  status = 0
   try:
     main()
-    return 0
   except (ElectraError, OSError) as e:
     print(f"error: {first_line(e)}", file=sys.stderr)
-    return 2
+    status = 2
+  stopped = signals.stop_signals_caught()[caught_before:]
+  return 128 + stopped[0] if stopped else status
 
 
 class ArgumentParser(argparse.ArgumentParser):

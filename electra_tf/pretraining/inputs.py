@@ -23,7 +23,7 @@ HELDOUT_GLOB = "pretrain_eval.tfrecord*"
 
 def check_data(cfg: PretrainingConfig) -> typing.List[str]:
   """The TFRecords exist, were built with this vocab, casing and max_seq_length, and have the sizes their build
-  recorded (unless ``skip_bad_records``); returns the files."""
+  recorded (unless ``skip_bad_records``); a held-out split to evaluate on is not empty. Returns the files."""
   try:
     files = dataset.list_files(cfg.pretrain_tfrecords)
   except DataPrepError:
@@ -36,6 +36,8 @@ def check_data(cfg: PretrainingConfig) -> typing.List[str]:
       metadata.check_shard_sizes(cfg.pretrain_tfrecords, meta, files)
   except DataPrepError as e:
     raise PretrainingError(str(e)) from None
+  if cfg.do_eval or cfg.eval_every_steps:
+    _heldout_files(cfg)
   return files
 
 
@@ -43,12 +45,24 @@ def _heldout_dir(cfg: PretrainingConfig) -> str:
   return os.path.dirname(cfg.pretrain_tfrecords.split(",")[0])
 
 
+def _heldout_files(cfg: PretrainingConfig) -> typing.List[str]:
+  """The held-out split's files (none without one); a split without a record is an error: evaluation would wait
+  for a batch forever."""
+  pattern = os.path.join(_heldout_dir(cfg), HELDOUT_GLOB)
+  files = tf.io.gfile.glob(pattern)
+  if files and not any(tf.io.gfile.stat(f).length for f in files):
+    raise PretrainingError(f"the held-out split {pattern} holds no examples (its --eval-fraction took no "
+                           "document); rebuild the data with more documents or a larger --eval-fraction, or "
+                           "delete those files to evaluate on the training files")
+  return files
+
+
 def heldout_patterns(cfg: PretrainingConfig) -> str:
   """Evaluation files: the held-out ``pretrain_eval.tfrecord*`` that build_pretraining_dataset.py writes
   with ``--eval-fraction`` beside the training files, else the training files themselves (what the
   reference does; it has no held-out set)."""
   pattern = os.path.join(_heldout_dir(cfg), HELDOUT_GLOB)
-  if tf.io.gfile.glob(pattern):
+  if _heldout_files(cfg):
     return pattern
   log.warning("no held-out split next to %s: evaluating on the training files, as the reference does",
               cfg.pretrain_tfrecords.split(",")[0])

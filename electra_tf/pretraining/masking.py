@@ -35,7 +35,7 @@ class SpecialIds(typing.NamedTuple):
   @classmethod
   def from_vocab_file(cls, vocab_file: str, vocab_size: int) -> "SpecialIds":
     """Reads the vocab a pre-training run names (WordPiece vocab.txt or SentencePiece .model, through
-    ``tokenization.read_vocab``) and checks it fits ``vocab_size``; PretrainingError else."""
+    ``tokenization.read_vocab``) and checks it has ``vocab_size`` tokens; PretrainingError else."""
     if not fileio.isfile(vocab_file):
       raise PretrainingError(f"vocab file {vocab_file} not found; put the vocab the data was built with "
                              "there or pass {\"vocab_file\": ...} in --hparams")
@@ -43,7 +43,7 @@ class SpecialIds(typing.NamedTuple):
       vocab = tokenization.read_vocab(vocab_file, check_special=False)
     except VocabError as e:
       raise PretrainingError(str(e)) from None
-    if vocab.size > vocab_size:
+    if vocab.size != vocab_size:  # fewer tokens: rows no token uses, and a model no exporter takes with its vocab
       raise PretrainingError(f"vocab {vocab_file} has {vocab.size} tokens but vocab_size is "
                              f"{vocab_size}; set {{\"vocab_size\": {vocab.size}}} in --hparams")
     try:

@@ -8,18 +8,47 @@ precision, loss scaling, the optimizer, dropout seeds, checkpoints, summaries, p
 stop are the runner's, shared with fine-tuning.
 """
 
+import json
 import os
 import typing
 
 import tensorflow as tf
 
-from electra_tf import runtime
+from electra_tf import fileio, runtime
 from electra_tf.configs import PretrainingConfig, pretraining_summary
 from electra_tf.errors import HParamError, PretrainingError
 from electra_tf.pretraining import inputs
 from electra_tf.pretraining import evaluation, init_checkpoint, masking, objective
 from electra_tf.pretraining.collapse import CollapseGuard
 from electra_tf.runtime import runner as runner_lib, step as train_step
+
+
+# What a resumed run must share with the run it continues: the networks and the stream of global batches.
+RESUME_FIELDS = ("train_batch_size", "max_seq_length")
+
+
+def check_resumable(cfg: PretrainingConfig):
+  """Refuses in one line to resume the run in ``cfg.model_dir`` with other networks (any model hparam: layers,
+  widths, attention heads, activation, generator) or another input stream (batch size, sequence length) than
+  its saved hparams (``pretraining_config.json``) give; a run without them is left to the checkpoint."""
+  path = os.path.join(cfg.model_dir, cfg.SAVED_CONFIG_FILE)
+  if not fileio.isfile(path):
+    return
+  try:
+    saved = json.loads(fileio.read_text(path))
+    started = PretrainingConfig()
+    started.update({k: v for k, v in saved.items() if k in started.field_map()})
+  except (OSError, ValueError, HParamError):
+    return  # unreadable: the checkpoint's own restore decides
+  changed = [(k, getattr(started, k), getattr(cfg, k)) for k in RESUME_FIELDS
+             if getattr(started, k) != getattr(cfg, k)]
+  for which, before, now in (("", started.discriminator_config(), cfg.discriminator_config()),
+                             ("generator ", started.generator_config(), cfg.generator_config())):
+    changed += [(which + k, v, now.to_dict()[k]) for k, v in before.to_dict().items() if now.to_dict()[k] != v]
+  if changed:
+    what = ", ".join(f"{k} {old} (now {new})" for k, old, new in changed[:4])
+    raise PretrainingError(f"{cfg.model_dir} holds a run started with {what} ({path}); resume it with the hparams "
+                           "it was started with, or start in another model directory")
 
 
 class Trainer(runner_lib.Task):
@@ -100,6 +129,8 @@ class Trainer(runner_lib.Task):
     cfg, runner = self.cfg, self.runner
     target = min(cfg.num_train_steps, max_steps or cfg.num_train_steps)
     batches = lambda skip: inputs.global_batches(cfg, inputs.train_files(cfg), cfg.train_batch_size, cfg.seed, skip)
+    if tf.train.latest_checkpoint(cfg.model_dir):
+      check_resumable(cfg)
     iterator, ckpt, path = runner.resume(cfg.model_dir, batches, cfg.keep_checkpoint_max)
     if path:
       unused = f" (init_checkpoint {cfg.init_checkpoint} is not used: the run resumes)" if cfg.init_checkpoint else ""

@@ -33,6 +33,7 @@ from electra_tf.runtime.restore import DAMAGED, damaged_reason
 log = logging.getLogger(__name__)
 
 ITERATOR_KEY = "input_iterator"
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"  # what an object-based checkpoint holds, a name-based one not
 
 
 class Checkpointer:
@@ -69,6 +70,14 @@ class Checkpointer:
     state = tf.train.get_checkpoint_state(self.directory)
     candidates = [latest] + [p for p in reversed(list(state.all_model_checkpoint_paths) if state else [])
                              if p != latest and tf.io.gfile.exists(p + ".index")]
+    try:
+      saved = tf.compat.v1.train.NewCheckpointReader(latest).get_variable_to_shape_map()
+    except tf.errors.OpError:  # an unreadable index: the loop below says so, or passes it over
+      saved = {OBJECT_GRAPH_KEY: None}
+    if OBJECT_GRAPH_KEY not in saved:
+      raise CheckpointError(f"{latest} is a checkpoint of variable names (the reference's TF1 layout), not one of "
+                            "a run of this trainer; to start from its weights pass it as --init-checkpoint, with "
+                            "another model directory")
     unreadable = []
     for path in candidates:
       misfit = None

@@ -4,6 +4,16 @@ import contextlib
 import signal
 import threading
 import types
+import typing
+
+_caught = []  # every stop signal a stop_requests block caught in this process, in order
+
+
+def stop_signals_caught() -> typing.Tuple[int, ...]:
+  """The stop signals caught so far in this process: a command that stopped on one exits 128 + its number,
+  as a process the signal ended would (143 for SIGTERM, 130 for Ctrl-C), so that a script's next step does not
+  run on an unfinished job."""
+  return tuple(_caught)
 
 
 @contextlib.contextmanager
@@ -14,7 +24,11 @@ def stop_requests(signals=(signal.SIGTERM, signal.SIGINT)):
   stop = types.SimpleNamespace(signal=None)
   previous = {}
   if threading.current_thread() is threading.main_thread():
-    previous = {sig: signal.signal(sig, lambda s, _: setattr(stop, "signal", s)) for sig in signals}
+
+    def caught(number, _):
+      stop.signal = number
+      _caught.append(number)
+    previous = {sig: signal.signal(sig, caught) for sig in signals}
   try:
     yield stop
   finally:
