@@ -592,6 +592,10 @@ CASES: typing.List[Case] = [
                         "--dev-file", s.file("own9/dev.csv", "text,score\na fine film,1.7\n")),
          "dev.csv: 1 row(s), 1 distinct label(s): scoring a regression (Pearson and Spearman correlation) needs two "
          "different labels"),
+    Case("eval_fraction_holds_out_nothing", "--eval-fraction 0.01 of a three-document corpus (no held-out example)",
+         DATA, lambda s: _build_data(s, s.out("d_no_eval"), "--eval-fraction", 0.01, corpus=_corpus_with(
+             s, "three_docs", b"One document.\n\nAnother one.\n\nA third.\n")),
+         "--eval-fraction 0.01 held out none of the corpus's 3 document(s)"),
 ]
 
 

@@ -1,15 +1,19 @@
 """Pre-training data: packing vs a re-implementation of the reference rules, TFRecords read with the
 reference feature spec, determinism, metadata checks, corpus sources and bad input."""
 
+import errno
 import gzip
 import json
 import os
 import random
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import require_data, require_module
+from conftest import REPO_ROOT, require_data, require_module
 from electra_tf import tokenization
 from electra_tf.pretrain_data import build, corpus, metadata
 
@@ -295,3 +299,81 @@ def test_a_new_build_replaces_the_old_one_whole(tmp_path, data_dir, bert_vocab):
     build.build_pretraining_dataset(out, bert_vocab, corpus_dir=tmp_path / "empty", num_shards=2, progress=False)
   assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before
   assert sorted(os.listdir(tmp_path)) == ["corpus", "empty", "fresh", "out"]  # no temporary left behind
+
+
+def _live_processes_of_group(pgid) -> dict:
+  """{pid: command line} of the processes of process group ``pgid`` that have not ended (zombies read as ended)."""
+  found = {}
+  for name in os.listdir("/proc"):
+    if name.isdigit():
+      try:
+        with open(f"/proc/{name}/stat", encoding="utf-8") as f:
+          state, _, group = f.read().rpartition(")")[2].split()[:3]
+        with open(f"/proc/{name}/cmdline", "rb") as f:
+          cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+      except OSError:
+        continue
+      if int(group) == pgid and state != "Z":
+        found[int(name)] = cmdline
+  return found
+
+
+@pytest.mark.parametrize("sig, whole_group", [(signal.SIGINT, True), (signal.SIGINT, False), (signal.SIGTERM, True)],
+                         ids=["SIGINT-to-the-group", "SIGINT-to-the-command", "SIGTERM-to-the-group"])
+def test_a_stop_signal_ends_a_parallel_build_in_one_line_leaving_nothing_behind(tmp_path, data_dir, bert_vocab,
+                                                                                 sig, whole_group):
+  """A stop signal while a 2-process build runs (Ctrl-C in a terminal reaches the whole process group; ``kill``
+  only the command): exit status 128 + the signal soon after, one ``error:`` line and no traceback, no worker
+  process left and nothing written. The last book is a named pipe the test opens but never writes: the build
+  waits there, its worker started and the earlier books queued for it, until the signal comes."""
+  with gzip.open(data_dir / "corpus" / "wikitext-2" / "valid.raw.gz", "rt", encoding="utf-8") as f:
+    lines = f.read().split("\n")[:1500]
+  books = tmp_path / "books"
+  books.mkdir()
+  for i in range(3):  # about 150 KB each: more than a pipe holds, so tasks wait in the queue's feeder thread
+    (books / f"book{i}.txt").write_text("\n".join(lines[i * 500:(i + 1) * 500]), encoding="utf-8")
+  os.mkfifo(books / "zz_pipe.txt")
+  out = tmp_path / "out"
+  proc = subprocess.Popen(
+      [sys.executable, str(REPO_ROOT / "data_prep" / "build_pretraining_dataset.py"), "--books-dir", str(books),
+       "--vocab-file", str(bert_vocab), "--output-dir", str(out), "--num-shards", "2", "--no-progress",
+       "--num-processes", "2"],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+  pipe = None
+  try:
+    deadline = time.monotonic() + 120
+    while pipe is None:  # opens once the build reads the pipe: its worker process has been started by then
+      try:
+        pipe = os.open(books / "zz_pipe.txt", os.O_WRONLY | os.O_NONBLOCK)
+      except OSError as e:
+        if e.errno != errno.ENXIO or proc.poll() is not None or time.monotonic() > deadline:
+          os.killpg(proc.pid, signal.SIGKILL)
+          raise AssertionError(f"the build did not reach the pipe: {proc.communicate()[1][-3000:]}") from None
+        time.sleep(0.05)
+    workers = [pid for pid, cmd in _live_processes_of_group(proc.pid).items() if "spawn_main" in cmd]
+    assert len(workers) == 1, _live_processes_of_group(proc.pid)
+    if whole_group:
+      os.killpg(proc.pid, sig)
+    else:
+      os.kill(proc.pid, sig)
+    _, stderr = proc.communicate(timeout=30)
+  finally:
+    if pipe is not None:
+      os.close(pipe)
+    if proc.poll() is None:
+      os.killpg(proc.pid, signal.SIGKILL)
+      proc.wait()
+  assert proc.returncode == 128 + sig, stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  err = stderr.strip().splitlines()
+  assert len(err) == 1 and err[0].startswith(f"error: interrupted by signal {int(sig)} ({sig.name}); nothing was "
+                                             f"written to {out}"), err
+  for _ in range(100):  # the worker and multiprocessing's resource tracker end with the command
+    left = _live_processes_of_group(proc.pid)
+    if not left:
+      break
+    time.sleep(0.1)
+  for pid in left:
+    os.kill(pid, signal.SIGKILL)
+  assert not left
+  assert sorted(os.listdir(tmp_path)) == ["books"]  # no output, no temporary directory

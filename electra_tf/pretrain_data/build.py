@@ -8,13 +8,15 @@ runs in the worker processes; the reading process only splits XML into pages). E
 a chunk's examples depend on nothing outside its unit: the parent here writes them in corpus order
 round-robin over the shards, the same for a seed whatever ``num_processes`` is, and the Apache Beam
 pipeline (beam_pipeline.py) writes the same multiset of examples from any number of workers. Output is
-written into a temporary sibling directory that is renamed to ``output_dir`` only when complete.
+written into a temporary sibling directory that is renamed to ``output_dir`` only when complete; a stop signal
+(SIGINT, SIGTERM) ends a build at once, its worker processes and temporary directory removed.
 """
 
 import collections
 import functools
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -356,85 +358,109 @@ def build_pretraining_dataset(output_dir, vocab_file, corpus_dir=None, wikipedia
     The metadata dict (also written to ``output_dir/metadata.json``).
 
   Raises:
-    DataPrepError (a ValueError): bad input, one line naming the problem and the fix.
+    DataPrepError (a ValueError): bad input, one line naming the problem and the fix; or SIGINT / SIGTERM
+      stopped the build (in the main thread: the signal is recorded, so a command exits 128 + its number), its
+      worker processes and temporary directory gone and ``output_dir`` as it was. A signal while the complete
+      output is being renamed into place is only recorded.
   """
-  sources, tokenizer, units = prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir, tfds,
-                                     max_seq_length, num_processes, blanks_separate_docs, do_lower_case,
-                                     strip_accents, num_shards, eval_fraction, num_eval_shards, openwebtext,
-                                     dump_unit_bytes)
-  if corpus_dir:
-    if (num_processes > 1 and min_bytes_per_worker and not (wikipedia_dumps or books_dir or tfds or openwebtext)
-        and not any(corpus_lib.is_wikipedia_dump(u.path) for u in units)):
-      corpus_bytes = sum(fileio.getsize(u.path) for u in units)
-      useful = 1 + corpus_bytes // min_bytes_per_worker
-      if useful < num_processes:
-        print(f"note: {corpus_bytes / 2**20:.1f} MiB of text: using {useful} process(es), not {num_processes} "
-              f"(an extra process pays for its start-up from {min_bytes_per_worker / 2**20:.0f} MiB each)",
-              file=sys.stderr)
-        num_processes = useful
-  num_eval_shards = eval_shard_count(num_shards, eval_fraction, num_eval_shards)
-  output_dir = output_dir if fileio.is_remote(output_dir) else os.path.abspath(output_dir)
-  stats = corpus_lib.CorpusStats()
-  start = time.time()
-  pool = None
-  try:
-    # The old output survives until the new one is complete.
-    with runtime.atomic_directory(output_dir, overwrite=True) as tmp_dir:
-      names = {"train": [shard_name(TRAIN_PREFIX, i, num_shards) for i in range(num_shards)]}
-      if eval_fraction > 0:
-        names["eval"] = [shard_name(EVAL_PREFIX, i, num_eval_shards) for i in range(num_eval_shards)]
-      files = _ShardFiles([os.path.join(tmp_dir, name) for split_names in names.values() for name in split_names])
-      try:
-        writers, first = {}, 0
-        for split, split_names in names.items():
-          writers[split] = _ShardWriter(tmp_dir, split_names, files, first)
-          first += len(split_names)
-        tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
-        if num_processes == 1:
-          results = (serialized_payload(tokenizer, *t) for t in tasks)
-        else:
-          worker = functools.partial(_worker_main, (str(vocab_file), do_lower_case, strip_accents))
-          pool = pool_lib.SharedWork(functools.partial(serialized_payload, tokenizer), tasks, num_processes - 1,
-                                     worker, parent_takes_chunks)
-          results = pool.results()
-        num_pieces = _write_results(results, writers, stats, progress)
-      finally:
-        files.close()  # before the directory is published, or removed on an error
+  with pool_lib.interrupt_on_stop_signals(functools.partial(_interrupted_error, output_dir)) as interrupts:
+    sources, tokenizer, units = prepare(output_dir, vocab_file, corpus_dir, wikipedia_dumps, books_dir, tfds,
+                                       max_seq_length, num_processes, blanks_separate_docs, do_lower_case,
+                                       strip_accents, num_shards, eval_fraction, num_eval_shards, openwebtext,
+                                       dump_unit_bytes)
+    if corpus_dir:
+      if (num_processes > 1 and min_bytes_per_worker and not (wikipedia_dumps or books_dir or tfds or openwebtext)
+          and not any(corpus_lib.is_wikipedia_dump(u.path) for u in units)):
+        corpus_bytes = sum(fileio.getsize(u.path) for u in units)
+        useful = 1 + corpus_bytes // min_bytes_per_worker
+        if useful < num_processes:
+          print(f"note: {corpus_bytes / 2**20:.1f} MiB of text: using {useful} process(es), not {num_processes} "
+                f"(an extra process pays for its start-up from {min_bytes_per_worker / 2**20:.0f} MiB each)",
+                file=sys.stderr)
+          num_processes = useful
+    num_eval_shards = eval_shard_count(num_shards, eval_fraction, num_eval_shards)
+    output_dir = output_dir if fileio.is_remote(output_dir) else os.path.abspath(output_dir)
+    stats = corpus_lib.CorpusStats()
+    start = time.time()
+    pool = None
+    try:
+      # The old output survives until the new one is complete.
+      with runtime.atomic_directory(output_dir, overwrite=True) as tmp_dir:
+        try:
+          names = {"train": [shard_name(TRAIN_PREFIX, i, num_shards) for i in range(num_shards)]}
+          if eval_fraction > 0:
+            names["eval"] = [shard_name(EVAL_PREFIX, i, num_eval_shards) for i in range(num_eval_shards)]
+          files = _ShardFiles([os.path.join(tmp_dir, name) for split_names in names.values()
+                               for name in split_names])
+          try:
+            writers, first = {}, 0
+            for split, split_names in names.items():
+              writers[split] = _ShardWriter(tmp_dir, split_names, files, first)
+              first += len(split_names)
+            tasks = iter_tasks(units, stats, seed, max_seq_length, eval_fraction, chunk_chars)
+            if num_processes == 1:
+              results = (serialized_payload(tokenizer, *t) for t in tasks)
+            else:
+              worker = functools.partial(_worker_main, (str(vocab_file), do_lower_case, strip_accents))
+              pool = pool_lib.SharedWork(functools.partial(serialized_payload, tokenizer), tasks,
+                                         num_processes - 1, worker, parent_takes_chunks)
+              results = pool.results()
+            num_pieces = _write_results(results, writers, stats, progress)
+          except BaseException:
+            interrupts.hold()  # a signal now does not cut the clean-up short
+            raise
+          finally:
+            files.close()  # before the directory is published, or removed on an error
+          if pool is not None:
+            pool.close()
+            pool = None
+          if writers["train"].num_examples == 0:
+            raise no_examples_error(sources, stats)
+          if eval_fraction > 0 and writers["eval"].num_examples == 0:  # pre-training would wait on it for ever
+            raise DataPrepError(f"--eval-fraction {eval_fraction:g} held out none of the corpus's "
+                                f"{stats.documents:,} document(s) (a document goes to it whole, at random); "
+                                "raise it, add documents, or build without --eval-fraction")
+          warn_skipped(stats)
+          splits = {split: split_metadata(TRAIN_PREFIX if split == "train" else EVAL_PREFIX, w.shards(),
+                                          w.num_examples, w.num_tokens)
+                    for split, w in writers.items()}
+          meta = build_metadata(tokenizer_metadata(tokenizer, vocab_file), max_seq_length, blanks_separate_docs,
+                                seed, num_pieces, stats, splits, time.time() - start,
+                                num_processes=num_processes, runner="local")
+          metadata_lib.write_metadata(tmp_dir, meta)
+        finally:
+          interrupts.hold()  # the temporary directory is published or removed whole
+      return meta
+    except BaseException:
       if pool is not None:
-        pool.close()
-        pool = None
-      if writers["train"].num_examples == 0:
-        raise no_examples_error(sources, stats)
-      warn_skipped(stats)
-      splits = {split: split_metadata(TRAIN_PREFIX if split == "train" else EVAL_PREFIX, w.shards(),
-                                      w.num_examples, w.num_tokens)
-                for split, w in writers.items()}
-      meta = build_metadata(tokenizer_metadata(tokenizer, vocab_file), max_seq_length, blanks_separate_docs,
-                            seed, num_pieces, stats, splits, time.time() - start,
-                            num_processes=num_processes, runner="local")
-      metadata_lib.write_metadata(tmp_dir, meta)
-    return meta
-  except BaseException:
-    if pool is not None:
-      pool.close(terminate=True)
-    raise
+        pool.close(terminate=True)
+      raise
+
+
+def _interrupted_error(output_dir, number) -> DataPrepError:
+  """What a build stopped by a signal says: its output went to a temporary directory, which is removed."""
+  return DataPrepError(f"interrupted by signal {number} ({signal.Signals(number).name}); nothing was written to "
+                       f"{output_dir}, rerun the command to build it")
 
 
 def _write_results(results, writers, stats, progress) -> int:
-  """Writes every chunk's examples (``ChunkResult``s in corpus order); returns the word pieces counted."""
+  """Writes every chunk's examples (``ChunkResult``s in corpus order); returns the word pieces counted. The
+  progress bar ends its line whatever happens, so that an error is a line of its own."""
   num_pieces = 0
   bar = _progress_bar(progress)
-  for result in results:
-    for split, writer in writers.items():
-      writer.write(*result.splits[split])
-    num_pieces += result.num_pieces
-    stats.documents += result.num_documents
-    stats.sentences += result.num_sentences
+  try:
+    for result in results:
+      for split, writer in writers.items():
+        writer.write(*result.splits[split])
+      num_pieces += result.num_pieces
+      stats.documents += result.num_documents
+      stats.sentences += result.num_sentences
+      if bar is not None:
+        bar.update(result.num_pieces)
+        bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
+  finally:
     if bar is not None:
-      bar.update(result.num_pieces)
-      bar.set_postfix(examples=sum(w.num_examples for w in writers.values()), refresh=False)
-  if bar is not None:
-    bar.close()
+      bar.close()
   for writer in writers.values():
     writer.close()
   return num_pieces
