@@ -79,3 +79,91 @@ def test_hf_model_of_another_architecture_is_one_clear_line(tmp_path):
   with pytest.raises(ConversionError, match=r"Hugging Face 'bert' model, not ELECTRA") as err:
     read_source(str(tmp_path))
   assert "\n" not in str(err.value)
+
+
+# Width 128 gives max(1, 128 // 64) = 2 heads by the reference's rule; these networks have 4, which only the
+# config beside the weights can tell.
+FOUR_HEADS = dict(vocab_size=120, embedding_size=32, generator_hidden_size=0.25,
+                  model_hparam_overrides=dict(hidden_size=128, num_hidden_layers=1, num_attention_heads=4,
+                                              intermediate_size=128, max_position_embeddings=64))
+
+
+@pytest.fixture(scope="module")
+def four_heads(tmp_path_factory):
+  """(networks with 4 heads, their Source, HF discriminator directory, HF generator directory)."""
+  nets = lib.perturbed_networks(None, seed=5, **FOUR_HEADS)
+  out = tmp_path_factory.mktemp("four_heads")
+  source = source_from_networks(nets)
+  return (nets, source, write_hf(str(out / "discriminator"), source, "discriminator"),
+          write_hf(str(out / "generator"), source, "generator"))
+
+
+def _loaded_encoder_outputs(path, inputs):
+  """(head count, sequence output) of ``electra_tf.load_encoder(path)``."""
+  import electra_tf
+  from electra_tf.keras_encoder import INPUT_NAMES
+  model = electra_tf.load_encoder(path)
+  return model.encoder.config.num_attention_heads, model(dict(zip(INPUT_NAMES, inputs)), training=False).numpy()
+
+
+def test_a_transformers_directory_is_loaded_with_its_own_head_count(four_heads):
+  nets, source, disc_dir, gen_dir = four_heads
+  with open(f"{disc_dir}/config.json") as f:
+    assert json.load(f)["num_attention_heads"] == 4
+  inputs = lib.random_inputs(FOUR_HEADS["vocab_size"])
+  expected = lib.encoder_outputs(nets.discriminator.encoder, inputs)
+  heads, ours = _loaded_encoder_outputs(disc_dir, inputs)
+  assert heads == 4 and lib.max_diff(ours, expected) <= 1e-5, (heads, lib.max_diff(ours, expected))
+  assert read_source(disc_dir, generator_path=gen_dir).architecture == source.architecture
+  hf = transformers.ElectraForPreTraining.from_pretrained(disc_dir)
+  assert lib.max_diff(lib.our_logits(nets.discriminator, inputs), lib.hf_logits(hf, inputs)) <= TOLERANCE
+
+
+def test_inspect_and_import_hf_report_the_head_count_and_the_model_directory_keeps_it(four_heads, tmp_path, capsys):
+  from electra_tf.cli.convert import main
+  nets, _, disc_dir, gen_dir = four_heads
+  assert main(["inspect", disc_dir]) == 0
+  out = capsys.readouterr().out
+  assert "H=128 E=32 V=120 heads=4" in out and '"num_attention_heads": 4' in out, out
+  model_dir = tmp_path / "model"
+  assert main(["import-hf", disc_dir, "--generator", gen_dir, "-o", str(model_dir)]) == 0
+  assert "heads=4" in capsys.readouterr().out
+  meta = json.loads((model_dir / "electra_config.json").read_text())
+  assert meta["architecture"]["discriminator"]["num_attention_heads"] == 4
+  assert meta["pretraining_hparams"]["model_hparam_overrides"]["num_attention_heads"] == 4
+  inputs = lib.random_inputs(FOUR_HEADS["vocab_size"])
+  heads, ours = _loaded_encoder_outputs(str(model_dir), inputs)
+  assert heads == 4 and lib.max_diff(ours, lib.encoder_outputs(nets.discriminator.encoder, inputs)) <= 1e-5
+
+
+def test_a_tf1_export_keeps_the_head_count_in_the_hparams_beside_it(four_heads, tmp_path):
+  import os
+  from electra_tf.convert import write_tf1
+  nets, source, _, _ = four_heads
+  write_tf1(str(tmp_path / "tf1"), source.arrays, 7, architecture=source.architecture)
+  assert read_source(str(tmp_path / "tf1")).architecture == source.architecture
+  inputs = lib.random_inputs(FOUR_HEADS["vocab_size"])
+  heads, ours = _loaded_encoder_outputs(str(tmp_path / "tf1"), inputs)
+  assert heads == 4 and lib.max_diff(ours, lib.encoder_outputs(nets.discriminator.encoder, inputs)) <= 1e-5
+  os.remove(tmp_path / "tf1" / "pretraining_config.json")  # a bare reference checkpoint: the reference's rule
+  assert read_source(str(tmp_path / "tf1")).architecture.discriminator.num_attention_heads == 2
+
+
+def test_loading_into_a_model_with_another_head_count_or_an_unbuildable_config_is_one_line(four_heads, tmp_path):
+  import shutil
+  from electra_tf.configs import model_config_for_size
+  from electra_tf.modeling import ElectraEncoder
+  _, _, disc_dir, _ = four_heads
+  overrides = {k: v for k, v in FOUR_HEADS["model_hparam_overrides"].items() if k != "num_attention_heads"}
+  encoder = ElectraEncoder(model_config_for_size("small", 120, 32, overrides), name="electra")
+  encoder.dummy_build()
+  with pytest.raises(ConversionError) as err:
+    load_pretrained_weights(disc_dir, encoder)
+  assert str(err.value) == (f"{disc_dir}: the checkpoint's model has 4 attention heads, this run's 2; set "
+                            '"model_hparam_overrides": {"num_attention_heads": 4}')
+  shutil.copytree(disc_dir, tmp_path / "tanh_gelu")
+  config = json.loads((tmp_path / "tanh_gelu" / "config.json").read_text())
+  (tmp_path / "tanh_gelu" / "config.json").write_text(json.dumps(dict(config, hidden_act="gelu_new")))
+  with pytest.raises(ConversionError, match=r"config\.json: hparam 'hidden_act'.*'gelu_new'") as err:
+    read_source(str(tmp_path / "tanh_gelu"))
+  assert "\n" not in str(err.value)

@@ -193,3 +193,53 @@ def test_a_pretraining_runs_preset_gives_the_runs_and_transformers_outputs(run, 
   assert any(n.startswith("discriminator_predictions/") for n in report.missing)
   for name in report.loaded:
     np.testing.assert_array_equal(reference_variables(fresh)[name].numpy(), trained[name].numpy(), err_msg=name)
+
+
+def test_finetuning_a_run_with_another_head_count_is_refused_in_one_line(run, tmp_path, data_dir, capsys):
+  """The run has 2 heads at width 32, where the reference's rule gives 1: the weights fit a 1-head model just
+  as well, so the run's own hparams are what tell; fine-tuning (and pre-training's ``init_checkpoint``) with
+  another head count stops before training and names the override that matches."""
+  import dataclasses
+  from electra_tf.cli.finetune import main
+  from electra_tf.convert import load_pretrained_weights
+  from electra_tf.errors import ConversionError
+  from electra_tf.modeling import build_pretraining_networks
+  from _finetuning_testlib import rt_polarity_as_sst
+  cfg, _ = run
+  assert cfg.discriminator_config().num_attention_heads == 2
+  rt_polarity_as_sst(tmp_path, data_dir, n_train=8, n_dev=8)
+  model = {"hidden_size": 32, "num_hidden_layers": 1, "intermediate_size": 64}
+  hparams = dict(vocab_file=cfg.vocab_file, vocab_size=cfg.vocab_size, embedding_size=16, max_seq_length=32,
+                 train_batch_size=8, eval_batch_size=8, model_hparam_overrides=model)
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m2", "--task", "sst", "--init-checkpoint", cfg.model_dir,
+          "--no-progress", "--hparams", json.dumps(hparams)]
+  assert main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [f"error: {cfg.model_dir}: the checkpoint's model has 2 attention heads, this run's 1; set "
+                 '"model_hparam_overrides": {"num_attention_heads": 2}'], err
+  assert not (tmp_path / "models" / "m2" / "finetuning_models").exists()
+
+  hparams["model_hparam_overrides"] = dict(model, num_attention_heads=2)  # the fix the line names
+  assert main(argv[:-1] + [json.dumps(hparams)]) == 0, capsys.readouterr().err
+
+  one_head = dataclasses.replace(cfg, model_hparam_overrides={**cfg.model_hparam_overrides, "num_attention_heads": 1})
+  with pytest.raises(ConversionError, match=r"has 2 attention heads, this run's 1"):
+    load_pretrained_weights(cfg.model_dir, build_pretraining_networks(one_head))  # pre-training's init_checkpoint
+
+
+def test_a_tf1_export_of_the_run_keeps_its_head_count(run, tmp_path):
+  import electra_tf
+  from electra_tf.convert import read_source, write_tf1
+  from electra_tf.keras_encoder import INPUT_NAMES
+  cfg, t = run
+  source = read_source(cfg.model_dir)
+  write_tf1(str(tmp_path / "tf1"), source.arrays, source.global_step, cfg.vocab_file,
+            architecture=source.architecture)
+  back = read_source(str(tmp_path / "tf1"))
+  assert back.format == "tf1" and back.architecture == source.architecture
+  assert back.architecture.discriminator.num_attention_heads == 2
+  inputs = convert_lib.random_inputs(cfg.vocab_size)
+  model = electra_tf.load_encoder(str(tmp_path / "tf1"))
+  ours = model(dict(zip(INPUT_NAMES, inputs)), training=False).numpy()
+  expected = convert_lib.encoder_outputs(t.model.networks.discriminator.encoder, inputs)
+  assert convert_lib.max_diff(ours, expected) <= 1e-5

@@ -254,7 +254,9 @@ def test_transformers_directory_and_keras_hub_preset_load_the_discriminator_and_
   from electra_tf.convert import read_source, write_hf, write_preset
   source_cfg = _config(root, "source")
   arrays = write_reference_checkpoint(tmp_path / "ref" / "model.ckpt-1000000", source_cfg)
-  source = read_source(str(tmp_path / "ref"))
+  source = read_source(str(tmp_path / "ref"))  # the TF1 layout holds no head count: the run's config states it
+  source.architecture = source.architecture.with_stated(source_cfg.discriminator_config(),
+                                                        source_cfg.generator_config())
   source.vocab_file = str(root / "vocab.txt")
   write_hf(str(tmp_path / "hf"), source, "discriminator")
   formats = [("hf", "transformers directory", "generator")]

@@ -98,7 +98,7 @@ def cmd_export_tf1(args, log):
   vocab = args.vocab or source.vocab_file
   check_vocab(vocab, source.architecture)
   prefix = write_tf1(args.output, {**source.arrays, **source.extra}, source.global_step or 0, vocab,
-                     args.overwrite)
+                     args.overwrite, architecture=source.architecture)
   log(f"wrote {prefix} ({len(source.arrays) + len(source.extra)} variables + global_step, no optimizer slots)")
 
 

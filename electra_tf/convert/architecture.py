@@ -3,7 +3,10 @@
 Released ELECTRA checkpoints come without a config (and the released Small has a full-size generator,
 google-research/electra issue #39), so every dimension is read off the shapes: E from the word table
 [V, E], H from ``layer_0``'s query kernel, L from the number of ``layer_i`` scopes, the FFN width from the
-intermediate kernel. Heads are not visible in shapes; the reference always derives them as max(1, H//64).
+intermediate kernel. Heads (and the activation, dropout and initializer range) are not visible in shapes; the
+reference always derives the heads as max(1, H//64). A config that comes with the weights (a transformers
+``config.json``, a run's ``pretraining_config.json``) states them, and ``Architecture.with_stated`` takes them
+from it.
 """
 
 import dataclasses
@@ -11,15 +14,24 @@ import re
 import typing
 
 from electra_tf import presets
-from electra_tf.configs import ModelConfig, PretrainingConfig
-from electra_tf.errors import ConversionError
+from electra_tf.configs import ModelConfig, PretrainingConfig, model_config_for_size
+from electra_tf.errors import ConversionError, HParamError
 from electra_tf.modeling import build_pretraining_networks
 
 _SIZE_NAMES = {dims: name for name, dims in presets.SIZE_DIMS.items()}
 _REFERENCE_SCOPES = ("electra/", "generator/", "generator_predictions/", "discriminator_predictions/")
 _LAYER = re.compile(r"/encoder/layer_(\d+)/")
+# ``ModelConfig`` fields that weights cannot show: only a config beside them can state these.
+STATED_FIELDS = ("num_attention_heads", "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                 "initializer_range")
+# The fields the shapes give.
+SHAPE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "intermediate_size",
+                "max_position_embeddings", "type_vocab_size")
 
 
+def derived_heads(hidden_size: int) -> int:
+  """The head count the reference gives a transformer of width ``hidden_size``."""
+  return max(1, hidden_size // 64)
 
 
 def is_reference_weight(name: str) -> bool:
@@ -45,7 +57,7 @@ def _encoder_config(shapes, scope: str, embeddings_scope: str) -> ModelConfig:
   hidden = query[1] if query else (project[1] if project else emb)
   ffn = _shape(shapes, f"{scope}/encoder/layer_0/intermediate/dense/kernel")
   return ModelConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=len(layers),
-                     num_attention_heads=max(1, hidden // 64), intermediate_size=ffn[1] if ffn else 4 * hidden,
+                     num_attention_heads=derived_heads(hidden), intermediate_size=ffn[1] if ffn else 4 * hidden,
                      max_position_embeddings=positions[0], type_vocab_size=types[0], embedding_size=emb)
 
 
@@ -57,6 +69,9 @@ class Architecture:
   has_discriminator_head: bool
   tied_generator: bool = False  # the generator is the ``electra`` encoder itself (untied_generator=false)
   untied_generator_embeddings: bool = False
+  # True: the STATED_FIELDS come from a config shipped with the weights; False: from the reference's
+  # derivation (heads max(1, H//64), the default activation, dropout and initializer range).
+  stated: bool = False
 
   @property
   def size_name(self) -> str:
@@ -76,6 +91,10 @@ class Architecture:
     d, g = self.discriminator, self.generator
     text = (f"found ELECTRA {self.size_name} discriminator L={d.num_hidden_layers} H={d.hidden_size} "
             f"E={d.embedding_size} V={d.vocab_size}")
+    if d.num_attention_heads != derived_heads(d.hidden_size):
+      text += f" heads={d.num_attention_heads}"
+    if d.hidden_act != "gelu":
+      text += f" activation={d.hidden_act}"
     if not self.has_discriminator_head:
       text += " (no discriminator head)"
     if g is None:
@@ -103,6 +122,10 @@ class Architecture:
                                            and v != getattr(default, k)}
     else:
       hparams["model_hparam_overrides"] = overrides
+    rebuilt = model_config_for_size(hparams["model_size"], d.vocab_size, d.embedding_size,
+                                    hparams["model_hparam_overrides"])
+    hparams["model_hparam_overrides"].update({k: getattr(d, k) for k in ("intermediate_size",) + STATED_FIELDS
+                                              if getattr(d, k) != getattr(rebuilt, k)})
     if self.generator is None:
       return hparams
     if self.tied_generator:
@@ -122,11 +145,41 @@ class Architecture:
     """Fresh networks with these shapes (weights created), ready to receive the checkpoint's values."""
     return build_pretraining_networks(self.pretraining_config())
 
+  def with_stated(self, discriminator: typing.Union[typing.Mapping, ModelConfig, None] = None,
+                  generator: typing.Union[typing.Mapping, ModelConfig, None] = None,
+                  source: str = "the config") -> "Architecture":
+    """This architecture with the ``STATED_FIELDS`` a config gives (``{field: value}`` or a ``ModelConfig`` per
+    tower; a tied generator is the discriminator). Shape fields in them must agree with the weights: a
+    ConversionError naming ``source`` otherwise (a config of another model)."""
+    towers = {}
+    for name, mine, given in (("discriminator", self.discriminator, discriminator),
+                              ("generator", self.generator, generator)):
+      if mine is None or given is None or (name == "generator" and self.tied_generator):
+        continue
+      given = given.to_dict() if isinstance(given, ModelConfig) else dict(given)
+      differ = [f"{k} {given[k]} (the weights: {getattr(mine, k)})" for k in SHAPE_FIELDS
+                if k in given and given[k] != getattr(mine, k)]
+      if differ:
+        raise ConversionError(f"{source} describes another {name} than its weights: {', '.join(differ)}; "
+                              "put the model's own config beside the weights, or remove it")
+      try:
+        towers[name] = dataclasses.replace(mine).update({k: given[k] for k in STATED_FIELDS if k in given})
+      except HParamError as e:
+        raise ConversionError(f"{source}: {e}") from None
+    disc = towers.get("discriminator", self.discriminator)
+    gen = disc if self.tied_generator else towers.get("generator", self.generator)
+    arch = dataclasses.replace(self, discriminator=disc, generator=gen, stated=True)
+    try:
+      _check_derivable(arch)
+    except ConversionError as e:
+      raise ConversionError(f"{source}: {e}") from None
+    return arch
+
   def to_json(self) -> dict:
     return dict(discriminator=self.discriminator.to_dict(),
                 generator=None if self.generator is None else self.generator.to_dict(),
                 has_discriminator_head=self.has_discriminator_head, tied_generator=self.tied_generator,
-                untied_generator_embeddings=self.untied_generator_embeddings)
+                untied_generator_embeddings=self.untied_generator_embeddings, stated=self.stated)
 
   @classmethod
   def from_json(cls, data: dict) -> "Architecture":
@@ -135,7 +188,8 @@ class Architecture:
                generator=None if gen is None else ModelConfig(**gen),
                has_discriminator_head=data["has_discriminator_head"],
                tied_generator=data.get("tied_generator", False),
-               untied_generator_embeddings=data.get("untied_generator_embeddings", False))
+               untied_generator_embeddings=data.get("untied_generator_embeddings", False),
+               stated=data.get("stated", False))
 
 
 def infer_architecture(shapes: typing.Mapping[str, typing.Sequence[int]], source: str = "checkpoint") -> Architecture:
@@ -175,5 +229,12 @@ def _check_derivable(arch: Architecture):
   if g is not None and g.hidden_size % g.num_attention_heads:
     raise ConversionError(f"generator hidden size {g.hidden_size} cannot be split into "
                           f"{g.num_attention_heads} heads")
+  if g is not None and not arch.tied_generator and g.num_attention_heads != derived_heads(g.hidden_size):
+    raise ConversionError(f"the generator has {g.num_attention_heads} attention heads where the reference gives "
+                          f"its width {g.hidden_size} {derived_heads(g.hidden_size)}; the reference never builds "
+                          "such a generator")
+  if g is not None and not arch.tied_generator and g.hidden_act != d.hidden_act:
+    raise ConversionError(f"the generator's activation {g.hidden_act} is not the discriminator's {d.hidden_act}; "
+                          "the reference never builds such a pair")
   if d.hidden_size % d.num_attention_heads:
     raise ConversionError(f"hidden size {d.hidden_size} cannot be split into {d.num_attention_heads} heads")

@@ -6,15 +6,19 @@ import re
 import typing
 
 from electra_tf import fileio
+from electra_tf.configs import ModelConfig
 from electra_tf.convert import hf_mapping
 from electra_tf.convert.architecture import infer_architecture, is_reference_weight
 from electra_tf.convert.layout import HF, HF_WEIGHT_FILES, read_json_object
 from electra_tf.convert.source import Source
 from electra_tf.convert.vocab_files import sibling_vocab
-from electra_tf.errors import ConversionError, first_line
+from electra_tf.errors import ConversionError, HParamError, first_line
 
 # What to do about a Hugging Face directory whose files do not read.
 _HF_FIX = "save the model again with transformers' save_pretrained, or download the directory again"
+# What transformers' ElectraConfig takes for the fields a config.json leaves out.
+_HF_DEFAULTS = dict(num_attention_heads=4, hidden_act="gelu", hidden_dropout_prob=0.1,
+                    attention_probs_dropout_prob=0.1, initializer_range=0.02)
 
 
 def reference_name_from_hf(key: str, target: str) -> typing.Optional[str]:
@@ -67,6 +71,29 @@ def read_hf_state(path: str) -> typing.Tuple[dict, dict]:
   return config, {k: v.float().numpy() for k, v in state.items()}
 
 
+def stated_fields(config: dict, path: str) -> dict:
+  """The fields of a transformers config that weights cannot show (the head count, activation, dropout,
+  initializer range; transformers' defaults for those it leaves out), as ``ModelConfig`` fields.
+
+  Raises ConversionError for a value electra-tf cannot build: an activation other than gelu, relu or tanh, a
+  LayerNorm epsilon other than the reference's 1e-12, or position embeddings that are not absolute."""
+  config_file = os.path.join(path, "config.json")
+  fields = {k: config.get(k, default) for k, default in _HF_DEFAULTS.items()}
+  try:
+    ModelConfig().update(fields)
+  except HParamError as e:
+    raise ConversionError(f"{config_file}: {e}") from None
+  eps = config.get("layer_norm_eps", 1e-12)
+  if eps != 1e-12:
+    raise ConversionError(f"{config_file}: layer_norm_eps {eps!r}; electra-tf builds ELECTRA's LayerNorm "
+                          "with epsilon 1e-12 only")
+  positions = config.get("position_embedding_type", "absolute")
+  if positions != "absolute":
+    raise ConversionError(f"{config_file}: position_embedding_type {positions!r}; electra-tf builds ELECTRA's "
+                          "absolute position embeddings only")
+  return fields
+
+
 def _unreadable(weights: str, error: Exception) -> ConversionError:
   return ConversionError(f"{weights} is corrupt or truncated ({first_line(error)}); {_HF_FIX}")
 
@@ -74,9 +101,10 @@ def _unreadable(weights: str, error: Exception) -> ConversionError:
 def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:
   """A Hugging Face discriminator (or generator) directory, optionally with the matching generator.
 
-  HF stores the generator's copy of the shared embeddings separately; when the widths match they are taken
-  as shared (``electra/embeddings``), as the reference trains them; a different width means the generator
-  had its own (``untied_generator_embeddings``)."""
+  The sizes come from the weights' shapes; the head count, activation, dropout and initializer range from
+  ``config.json`` (``stated_fields``). HF stores the generator's copy of the shared embeddings separately;
+  when the widths match they are taken as shared (``electra/embeddings``), as the reference trains them; a
+  different width means the generator had its own (``untied_generator_embeddings``)."""
   config, state = read_hf_state(path)
   target = _hf_target(config, path)
   arrays, ignored = {}, []
@@ -104,6 +132,11 @@ def read_hf(path: str, generator_path: typing.Optional[str] = None) -> Source:
         ref = "generator/" + ref[len("electra/"):]
       arrays[ref] = hf_mapping.from_hf_state_dict({key: value}, [ref], hf_mapping.GENERATOR)[ref]
   arch = infer_architecture({k: v.shape for k, v in arrays.items()}, source=path)
+  # The head count and activation are in config.json only: the weights have the same shapes for any.
+  stated = {"generator" if target == hf_mapping.GENERATOR else "discriminator": stated_fields(config, path)}
+  if generator_path is not None:
+    stated["generator"] = stated_fields(gen_config, generator_path)
+  arch = arch.with_stated(**stated, source=path)
   lower = _hf_lower_case(path)
   return Source(HF, path, arrays, arch, ignored=ignored, vocab_file=sibling_vocab(path), do_lower_case=lower)
 

@@ -152,7 +152,7 @@ def read_preset(path) -> Source:
   weights = {w.path: np.asarray(w.numpy(), np.float32) for w in backbone.weights}
   arrays = {ref: _from_keras_hub(weights[kh], kind) for kh, ref, kind in _weight_pairs(config, "electra", "electra")}
   arch = infer_architecture({n: a.shape for n, a in arrays.items()}, source=path)
-  arch = dataclasses.replace(arch, discriminator=config)
+  arch = dataclasses.replace(arch, discriminator=config, stated=True)  # the config states the head count
   tok = read_json(os.path.join(path, TOKENIZER_FILE))
   lower = tok.get("config", {}).get("lowercase") if tok else None
   ignored = [p for p in POOLER if p in weights]

@@ -6,6 +6,7 @@ without Adam slots (google-research/electra issue #25), works with a fresh optim
 """
 
 import dataclasses
+import json
 import typing
 
 import tensorflow as tf
@@ -13,7 +14,8 @@ from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from electra_tf.runtime.restore import restore_checkpoint
 from electra_tf.checkpoint_names import discriminator_head_variables, encoder_variables, reference_variables
-from electra_tf.convert.architecture import Architecture, ConversionError
+from electra_tf.configs import ModelConfig
+from electra_tf.convert.architecture import SHAPE_FIELDS, Architecture, ConversionError
 from electra_tf.convert.formats import detect_format, read_detected
 from electra_tf.convert.layout import TF2
 from electra_tf.convert.source import assign_arrays
@@ -81,11 +83,13 @@ def load_pretrained_weights(path: str, target, require_all: bool = False,
   ``PretrainingNetworks`` saved by pre-training.
   Weights are matched by reference name and shape-checked; with ``require_all`` a target weight absent
   from the checkpoint is an error, otherwise it keeps its initialisation and is listed in the report.
-  Raises ``ConversionError`` (one line) for a missing file, another architecture or a shape mismatch."""
+  Raises ``ConversionError`` (one line) for a missing file, another architecture, a shape mismatch, or a
+  head count or activation other than the one the checkpoint's config states (``check_unseen_fields``)."""
   fmt, resolved = detect_format(path)
   if fmt == TF2:
     return _load_object_checkpoint(resolved, target)
   source = read_detected(fmt, resolved, generator_path)
+  check_unseen_fields(path, source.architecture, target)
   variables = target_variables(target)
   available = {**source.arrays, **source.extra}
   loaded = assign_arrays(variables, available)
@@ -94,6 +98,39 @@ def load_pretrained_weights(path: str, target, require_all: bool = False,
     raise ConversionError(f"{path} lacks {len(missing)} weights the model needs: {_abbrev(missing)}")
   unused = sorted(set(available) - set(loaded))
   return LoadReport(source.format, source.path, source.architecture, loaded, missing, unused, source.global_step)
+
+
+def _encoder_config(target) -> typing.Optional[ModelConfig]:
+  """The config of the ``electra`` encoder in ``target``; None for a dict of variables, which does not tell."""
+  if isinstance(target, PretrainingNetworks):
+    return (target.discriminator if target.discriminator is not None else target.generator).config
+  encoder = target if isinstance(target, ElectraEncoder) else getattr(target, "encoder", None)
+  return encoder.config if isinstance(encoder, ElectraEncoder) else None
+
+
+def check_unseen_fields(path: str, architecture: typing.Optional[Architecture], target):
+  """Weights have the same shapes for any head count or activation, so a model built with others would take
+  them without a shape error and compute something else. Where the checkpoint's config states them and
+  ``target``'s differ (its sizes the same): a ConversionError naming both and the ``model_hparam_overrides``
+  that match."""
+  ours = _encoder_config(target)
+  if ours is None or architecture is None or not architecture.stated:
+    return
+  theirs = architecture.discriminator
+  if theirs.num_hidden_layers == 0:  # no layers (a transformers generator alone): nothing the heads would change
+    return
+  if any(getattr(theirs, k) != getattr(ours, k) for k in SHAPE_FIELDS):
+    return  # another size: the shape check (or the caller's size check) says so first
+  differ, overrides = [], {}
+  if theirs.num_attention_heads != ours.num_attention_heads:
+    differ.append(f"{theirs.num_attention_heads} attention heads, this run's {ours.num_attention_heads}")
+    overrides["num_attention_heads"] = theirs.num_attention_heads
+  if theirs.hidden_act != ours.hidden_act:
+    differ.append(f"activation {theirs.hidden_act}, this run's {ours.hidden_act}")
+    overrides["hidden_act"] = theirs.hidden_act
+  if differ:
+    raise ConversionError(f"{path}: the checkpoint's model has {' and '.join(differ)}; set "
+                          f"\"model_hparam_overrides\": {json.dumps(overrides)}")
 
 
 def _load_object_checkpoint(prefix: str, target) -> LoadReport:

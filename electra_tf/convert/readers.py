@@ -15,7 +15,7 @@ from electra_tf.convert.layout import (CONFIG_FILE, FORMAT_TAG, MODEL_DIR, PRETR
                                        WEIGHTS_PREFIX, read_json_object, run_config_path)
 from electra_tf.convert.source import Source, source_from_networks
 from electra_tf.convert.vocab_files import sibling_vocab
-from electra_tf.errors import ConversionError, first_line
+from electra_tf.errors import ConversionError, HParamError, first_line
 from electra_tf.modeling.models import build_pretraining_networks
 from electra_tf.runtime.restore import restore_checkpoint
 
@@ -25,10 +25,21 @@ _MODEL_DIR_FIX = ("write the directory again with electra-convert import-tf1 / i
 
 
 def read_tf1(prefix: str) -> Source:
-  """A reference-layout TF1 checkpoint: pre-training weights, ``task_specific/*`` extras, the rest ignored."""
+  """A reference-layout TF1 checkpoint: pre-training weights, ``task_specific/*`` extras, the rest ignored.
+
+  The layout has no place for the head count (or the activation, dropout, initializer range): they are taken
+  from the hparams in ``pretraining_config.json`` beside the checkpoint (``write_tf1`` writes them there) when
+  there is one, else derived as the reference does (heads max(1, H//64))."""
   reader = tf.compat.v1.train.NewCheckpointReader(prefix)
   shapes = reader.get_variable_to_shape_map()
   arch = infer_architecture(shapes, source=prefix)
+  if fileio.isfile(run_config_path(prefix)):
+    try:
+      cfg = read_pretraining_config(prefix)
+      disc, gen = cfg.discriminator_config(), cfg.generator_config()
+    except HParamError as e:
+      raise ConversionError(f"{run_config_path(prefix)}: {e}") from None
+    arch = arch.with_stated(disc, gen, source=run_config_path(prefix))
   arrays, extra, ignored = {}, {}, []
   for name in sorted(shapes):
     if is_reference_weight(name):
@@ -98,13 +109,8 @@ def read_pretraining_run(prefix: str) -> Source:
   numbered = re.search(r"-(\d+)$", prefix)  # the trainer numbers its checkpoints by step
   step = int(numbered.group(1)) if numbered else None
   vocab = cfg.vocab_file if cfg.vocab_file and fileio.isfile(cfg.vocab_file) else None
-  source = source_from_networks(nets, vocab, cfg.do_lower_case, step)
-  # Weights cannot tell the head count (or dropout); the run's own configs can.
-  arch = source.architecture
-  generator = None if arch.generator is None else (
-      cfg.discriminator_config() if arch.tied_generator else cfg.generator_config())
-  arch = dataclasses.replace(arch, discriminator=cfg.discriminator_config(), generator=generator)
-  return dataclasses.replace(source, format=PRETRAINING_RUN, path=prefix, architecture=arch)
+  source = source_from_networks(nets, vocab, cfg.do_lower_case, step)  # heads etc. from the run's configs
+  return dataclasses.replace(source, format=PRETRAINING_RUN, path=prefix)
 
 
 def read_tf2(prefix: str) -> Source:

@@ -10,6 +10,7 @@ import numpy as np
 from electra_tf.checkpoint_names import reference_variables
 from electra_tf.convert.architecture import Architecture, infer_architecture
 from electra_tf.errors import ConversionError
+from electra_tf.modeling.models import ElectraGenerator
 
 
 @dataclasses.dataclass
@@ -37,9 +38,13 @@ def holds_weight(arch: Architecture, name: str) -> bool:
 
 def source_from_networks(nets, vocab_file: typing.Optional[str] = None, do_lower_case: bool = True,
                          global_step: typing.Optional[int] = None) -> Source:
-  """Our in-memory ``PretrainingNetworks`` as a ``Source`` (so every writer can export them)."""
+  """Our in-memory ``PretrainingNetworks`` as a ``Source`` (so every writer can export them); the sizes come
+  from the weights, the head count and the other fields shapes cannot show from the networks' configs."""
   arrays = {n: v.numpy() for n, v in reference_variables(nets).items()}
   arch = infer_architecture({n: a.shape for n, a in arrays.items()}, source="the networks")
+  electra = nets.discriminator if nets.discriminator is not None else nets.generator  # the ``electra`` encoder
+  generator = nets.generator if isinstance(nets.generator, ElectraGenerator) else None
+  arch = arch.with_stated(electra.config, None if generator is None else generator.config, source="the networks")
   return Source("networks", "<memory>", arrays, arch, vocab_file=vocab_file, do_lower_case=do_lower_case,
                 global_step=global_step)
 

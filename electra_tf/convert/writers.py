@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from electra_tf import fileio
 from electra_tf.convert import hf_mapping
-from electra_tf.convert.layout import CONFIG_FILE, FORMAT_TAG, HF_WEIGHT_FILES, WEIGHTS_PREFIX
+from electra_tf.convert.architecture import Architecture
+from electra_tf.convert.layout import CONFIG_FILE, FORMAT_TAG, HF_WEIGHT_FILES, RUN_CONFIG_FILE, WEIGHTS_PREFIX
 from electra_tf.convert.source import Source, generator_arrays, holds_weight
 from electra_tf.convert.vocab_files import check_vocab, copy_vocab, hf_tokenizer_config
 from electra_tf.errors import ConversionError
@@ -34,16 +35,24 @@ def _write_checkpoint_state(folder: str, relative_prefix: str):
 
 
 def write_tf1(out_dir: str, arrays: typing.Mapping[str, np.ndarray], global_step: int = 0,
-              vocab_file: typing.Optional[str] = None, overwrite: bool = False) -> str:
+              vocab_file: typing.Optional[str] = None, overwrite: bool = False,
+              architecture: typing.Optional[Architecture] = None) -> str:
   """A reference-layout checkpoint ``<out_dir>/model.ckpt-<step>`` (+ ``checkpoint`` state file and vocab),
   with exactly the given names and shapes plus ``global_step`` (int64), and no optimizer slots, as the
-  released checkpoints. Returns the prefix."""
+  released checkpoints. Returns the prefix.
+
+  The layout has no place for the head count: an ``architecture`` whose head count (activation, dropout)
+  came from a config is written beside it as pre-training hparams (``pretraining_config.json``), which
+  ``read_tf1`` reads back; the reference's own code ignores the file."""
   global_step = int(global_step or 0)
   name = f"model.ckpt-{global_step}"
   with atomic_directory(out_dir, overwrite) as tmp:
     _save_bundle(os.path.join(tmp, name), arrays, global_step)
     _write_checkpoint_state(tmp, name)
     copy_vocab(vocab_file, tmp)
+    if architecture is not None and architecture.stated:
+      with fileio.open_file(os.path.join(tmp, RUN_CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(architecture.pretraining_hparams(), f, indent=2, sort_keys=True)
   return os.path.join(out_dir, name)
 
 

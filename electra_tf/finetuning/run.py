@@ -23,7 +23,7 @@ import time
 import typing
 
 from electra_tf import fileio, runtime
-from electra_tf.convert import load_pretrained_weights, write_tf1
+from electra_tf.convert import infer_architecture, load_pretrained_weights, write_tf1
 from electra_tf.errors import FinetuningError
 from electra_tf.finetuning import baselines, interrupted, result_files, user_task
 from electra_tf.finetuning.best_epoch import BestEpoch
@@ -293,7 +293,10 @@ class FinetuningRun:
     keep = os.path.join(os.path.dirname(model_dir), f".tb_{os.path.basename(model_dir)}")
     if fileio.isdir(tb):  # write_tf1 replaces the directory; keep the event files
       fileio.move(tb, keep)
-    write_tf1(model_dir, arrays, step, vocab, overwrite=True)
+    # The layout holds no head count or activation: the encoder's config goes beside it.
+    architecture = infer_architecture({n: a.shape for n, a in arrays.items()}).with_stated(
+        trainer.model.encoder.config)
+    write_tf1(model_dir, arrays, step, vocab, overwrite=True, architecture=architecture)
     for task in self.tasks:
       if hasattr(task, "spec"):  # a task from the user's files: how to read new files, its labels
         user_task.write_spec(model_dir, task.spec, self.config.to_dict())
