@@ -10,8 +10,8 @@ import sklearn.metrics
 
 from electra_tf.finetuning import result_files
 from electra_tf.finetuning.scorers import (AccuracyScorer, EntityLevelF1Scorer, MCCScorer, RegressionScorer,
-                                           TaggingScorer, get_span_labels, mrqa_evaluate, normalize_answer, squad_v1_evaluate,
-                                           squad_v2_evaluate)
+                                           TaggingScorer, get_span_labels, mrqa_evaluate, normalize_answer,
+                                           squad_v1_evaluate, squad_v2_evaluate)
 
 
 def _update(scorer, targets, preds):

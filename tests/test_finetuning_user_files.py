@@ -4,6 +4,7 @@ Lines, ``oanc_pos`` as CoNLL and JSON Lines, SQuAD JSON. Bad input: one ``DataEr
 
 import csv
 import json
+import types
 
 import pytest
 
@@ -172,7 +173,7 @@ def test_a_null_text_or_a_regression_dev_without_two_labels_is_one_line(tmp_path
   assert len(task.split_examples("validation")) == 2
 
 
-def test_a_new_run_removes_the_trial_models_an_earlier_run_left_beyond_its_own(tmp_path, bert_vocab):
+def test_a_finished_run_removes_the_trial_models_an_earlier_run_left_beyond_its_own(tmp_path, bert_vocab):
   from electra_tf.finetuning.run import FinetuningRun
   from tests._finetuning_testlib import tiny_config
   models = tmp_path / "models" / "tiny" / "finetuning_models"
@@ -180,6 +181,10 @@ def test_a_new_run_removes_the_trial_models_an_earlier_run_left_beyond_its_own(t
     (models / name).mkdir(parents=True)
   run = FinetuningRun.__new__(FinetuningRun)  # the method needs only these
   run.config, run.chief, run.tasks_key = tiny_config(tmp_path, ["t"], bert_vocab, num_trials=1), True, "t"
+  run.tasks = [types.SimpleNamespace(name="t")]  # a reference task: its models stay, as the reference keeps them
+  run.remove_earlier_models()
+  assert len(list(models.iterdir())) == 6
+  run.tasks = [types.SimpleNamespace(name="t", spec=None)]  # a task from the user's files
   run.remove_earlier_models()
   assert sorted(p.name for p in models.iterdir()) == ["other_model_3", "t_model_1", "t_models_3", "t_x_model_3"]
   run.config = tiny_config(tmp_path, ["t"], bert_vocab, num_trials=-1)  # trials without end: nothing is stale

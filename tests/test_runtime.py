@@ -39,9 +39,14 @@ def test_atomic_output_writes_through_links_and_devices_and_gives_the_umask_s_mo
   target.write_text("old\n")
   link = tmp_path / "link.jsonl"
   link.symlink_to(target)
-  with runtime.atomic_output(str(link)) as f:
+  with runtime.atomic_output(str(link), through_links=True) as f:
     f.write("new\n")
   assert link.is_symlink() and target.read_text() == "new\n"  # the link stays, its target is replaced
+  other = tmp_path / "other_link"
+  other.symlink_to(target)
+  runtime.atomic_write(str(other), "own file")  # without through_links the link itself is replaced
+  assert not other.is_symlink() and other.read_text() == "own file" and target.read_text() == "new\n"
+  other.unlink()
   previous = os.umask(0o027)
   try:
     with runtime.atomic_output(str(tmp_path / "fresh.txt")) as f:
@@ -62,6 +67,10 @@ def test_atomic_output_writes_through_links_and_devices_and_gives_the_umask_s_mo
   with runtime.atomic_output(str(fifo)) as f:
     f.write("through the pipe\n")
   assert read.communicate(timeout=30)[0] == "through the pipe\n" and fifo.is_fifo()
+  piped = subprocess.run([sys.executable, "-c", "from electra_tf.runtime import atomic_output\n"
+                          "with atomic_output('/dev/stdout') as f: f.write('to the pipe')"],
+                         capture_output=True, text=True, check=True, timeout=120)
+  assert piped.stdout == "to the pipe"  # /dev/stdout is a pipe here: written, not replaced
   with pytest.raises(RuntimeError):
     with runtime.atomic_output(str(target)) as f:
       f.write("half")
@@ -315,3 +324,23 @@ def test_the_commands_set_the_xla_flags_before_tensorflow_starts_unless_the_user
   env["XLA_FLAGS"] = "--xla_gpu_autotune_level=0"
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
   assert out.splitlines() == ["--xla_gpu_autotune_level=0", "6.0"]
+
+
+def test_a_stop_signal_during_the_last_compiled_loop_still_stops_the_job():
+  """A signal that arrives while the last loop runs is not lost: the job saves and says it stopped, so a
+  fine-tuning run does not go on to its next trial."""
+  import signal
+  from electra_tf.runtime import controller
+  step_var, saved, lines = tf.Variable(0, dtype=tf.int64), [], []
+
+  def loop(iterator, n):
+    step_var.assign_add(n)
+    if int(step_var.numpy()) == 10:
+      os.kill(os.getpid(), signal.SIGTERM)
+    return {}, tf.constant(n), tf.constant(-1)
+
+  host = controller.Controller(loop, step_var, 5, [], save=saved.append, saved_at=lambda s: False,
+                               latest=lambda: None)
+  assert host.run(None, 10, log_fn=lines.append, where=" in trial 1") == "interrupted"
+  assert saved == [10] and host.stop_signal == signal.SIGTERM
+  assert lines == ["stopped by signal 15 in trial 1 at step 10; checkpoint saved, rerun the same command to resume"]

@@ -50,8 +50,10 @@ def check_vocab(vocab_file: typing.Optional[str], arch: Architecture):
     raise ConversionError(f"vocab {vocab_file}: no such file")
   n, rows = count_vocab(vocab_file), arch.discriminator.vocab_size
   if n != rows:
+    unused = ("; a model pre-trained with vocab_size above its vocab's size exports only with a vocab of that size"
+              if n < rows else "")
     raise ConversionError(f"vocab {vocab_file} has {n} tokens but the checkpoint's word embeddings have "
-                          f"{rows} rows; pass the vocab the model was trained with")
+                          f"{rows} rows; pass the vocab the model was trained with{unused}")
 
 
 def sibling_vocab(path: str) -> typing.Optional[str]:

@@ -146,7 +146,7 @@ class Predictor:
     features = task.eval_features(PREDICT_SPLIT)
     scorer = task.get_scorer(PREDICT_SPLIT)
     scorer.update(self._run(examples, features))
-    answers, _ = scorer.decode()
+    answers, null_odds = scorer.decode()
     contexts = {}
     for article in task.gold(PREDICT_SPLIT):
       for paragraph in article.get("paragraphs", []):
@@ -155,10 +155,12 @@ class Predictor:
     labelled = all(has for _, has in contexts.values())
     self.scores = dict(scorer.get_results()) if labelled else None
     for qid, answer in answers.items():
+      if null_odds is not None and null_odds[qid] > task.config.qa_na_threshold:
+        answer = ""  # SQuAD 2.0: no answer, as the official evaluation reads the null odds
       start = end = -1
       if answer and qid in scorer.spans:
         start, end = answer_offsets(contexts[qid][0], *scorer.spans[qid])
-      yield {"id": qid, "answer": answer, "start": start, "end": end}
+      yield {"id": qid, "answer": answer if qid in scorer.spans else "", "start": start, "end": end}
 
 
 class SavedModelPredictor:
@@ -249,7 +251,7 @@ def write_predictions(rows: typing.Iterable[dict], output: typing.Optional[str])
   if not to_stdout and not fileio.is_remote(output) and not os.path.isdir(os.path.dirname(os.path.abspath(output))):
     raise DataError(output, None, "the output's directory does not exist; create it first")
   buffer = io.StringIO() if to_stdout else None
-  with contextlib.nullcontext(buffer) if to_stdout else runtime.atomic_output(output) as stream:
+  with contextlib.nullcontext(buffer) if to_stdout else runtime.atomic_output(output, through_links=True) as stream:
     n, writer = 0, None
     for row in rows:
       if fmt == "jsonl":

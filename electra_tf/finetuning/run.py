@@ -313,8 +313,6 @@ class FinetuningRun:
       self.trial_results, first = state["results"], state["trial"]
       self.say(f"resuming trial {first} ({len(self.trial_results)} finished trial(s) kept)")
     trials = itertools.count(first) if cfg.num_trials < 0 else range(first, cfg.num_trials + 1)
-    if state is None and cfg.do_train:
-      self.remove_earlier_models()
     summary = {}
     if cfg.do_eval:  # a bad row of the scored split stops the run before training, not after it
       for task in self.tasks:
@@ -343,15 +341,18 @@ class FinetuningRun:
                                           metric["n"] if metric else 0))
     if not self.stopped:
       self.interrupted.clear()
+      if cfg.do_train:
+        self.remove_earlier_models()
     self.summary = summary
     return self.trial_results
 
   def remove_earlier_models(self):
-    """A new run replaces the models an earlier run of the same tasks left beyond its own trials (the reference
-    replaces a trial's directory when the trial starts): no trial directory outlives the results that
-    describe it."""
+    """Once a run of a task from the user's files has finished its trials, the models an earlier run of it left
+    beyond them go (the reference's tasks keep them, as the reference does): no trial directory that
+    ``electra-predict --trial`` reads outlives the results that describe it."""
     parent = os.path.join(self.config.model_dir, "finetuning_models")
-    if not self.chief or self.config.num_trials < 0 or not fileio.isdir(parent):
+    if (not self.chief or self.config.num_trials < 0 or not fileio.isdir(parent)
+        or not any(hasattr(task, "spec") for task in self.tasks)):
       return
     pattern = re.compile(re.escape(self.tasks_key) + r"_model_(\d+)")
     stale = sorted(name for name in fileio.listdir(parent)

@@ -8,6 +8,7 @@
 - ``scatter_update`` ignores position 0 and averages duplicate updates (floordiv for ids).
 """
 
+import logging
 import typing
 
 import tensorflow as tf
@@ -15,6 +16,8 @@ import tensorflow as tf
 from electra_tf import fileio, tokenization
 from electra_tf.errors import PretrainingError, VocabError
 from electra_tf.pretraining import random_ops, sampling
+
+log = logging.getLogger(__name__)
 
 MASK_FRACTION = 0.85  # of the chosen positions; the rest keep the original token
 
@@ -35,7 +38,8 @@ class SpecialIds(typing.NamedTuple):
   @classmethod
   def from_vocab_file(cls, vocab_file: str, vocab_size: int) -> "SpecialIds":
     """Reads the vocab a pre-training run names (WordPiece vocab.txt or SentencePiece .model, through
-    ``tokenization.read_vocab``) and checks it has ``vocab_size`` tokens; PretrainingError else."""
+    ``tokenization.read_vocab``) and checks it fits ``vocab_size`` (PretrainingError else; a warning for a vocab
+    smaller than the table)."""
     if not fileio.isfile(vocab_file):
       raise PretrainingError(f"vocab file {vocab_file} not found; put the vocab the data was built with "
                              "there or pass {\"vocab_file\": ...} in --hparams")
@@ -43,9 +47,14 @@ class SpecialIds(typing.NamedTuple):
       vocab = tokenization.read_vocab(vocab_file, check_special=False)
     except VocabError as e:
       raise PretrainingError(str(e)) from None
-    if vocab.size != vocab_size:  # fewer tokens: rows no token uses, and a model no exporter takes with its vocab
+    if vocab.size > vocab_size:
       raise PretrainingError(f"vocab {vocab_file} has {vocab.size} tokens but vocab_size is "
                              f"{vocab_size}; set {{\"vocab_size\": {vocab.size}}} in --hparams")
+    if vocab.size < vocab_size:  # the reference trains it; the exporters want the vocab to fill the table
+      log.warning("vocab %s has %d tokens but vocab_size is %d: %d word-embedding rows no token uses, and the "
+                  "exporters (transformers, keras-hub, TF1) refuse the model with this vocab; unless you mean "
+                  "it, set {\"vocab_size\": %d} in --hparams", vocab_file, vocab.size, vocab_size,
+                  vocab_size - vocab.size, vocab.size)
     try:
       return cls.from_vocab(vocab.special)
     except VocabError as e:

@@ -20,7 +20,7 @@ from electra_tf.errors import HParamError, PretrainingError
 from electra_tf.pretraining import inputs
 from electra_tf.pretraining import evaluation, init_checkpoint, masking, objective
 from electra_tf.pretraining.collapse import CollapseGuard
-from electra_tf.runtime import runner as runner_lib, step as train_step
+from electra_tf.runtime import checkpointing, runner as runner_lib, step as train_step
 
 
 # What a resumed run must share with the run it continues: the networks and the stream of global batches.
@@ -38,12 +38,13 @@ def check_resumable(cfg: PretrainingConfig):
     saved = json.loads(fileio.read_text(path))
     started = PretrainingConfig()
     started.update({k: v for k, v in saved.items() if k in started.field_map()})
+    towers = (("", started.discriminator_config(), cfg.discriminator_config()),
+              ("generator ", started.generator_config(), cfg.generator_config()))
   except (OSError, ValueError, HParamError):
     return  # unreadable: the checkpoint's own restore decides
   changed = [(k, getattr(started, k), getattr(cfg, k)) for k in RESUME_FIELDS
-             if getattr(started, k) != getattr(cfg, k)]
-  for which, before, now in (("", started.discriminator_config(), cfg.discriminator_config()),
-                             ("generator ", started.generator_config(), cfg.generator_config())):
+             if k in saved and getattr(started, k) != getattr(cfg, k)]
+  for which, before, now in towers:
     changed += [(which + k, v, now.to_dict()[k]) for k, v in before.to_dict().items() if now.to_dict()[k] != v]
   if changed:
     what = ", ".join(f"{k} {old} (now {new})" for k, old, new in changed[:4])
@@ -129,7 +130,8 @@ class Trainer(runner_lib.Task):
     cfg, runner = self.cfg, self.runner
     target = min(cfg.num_train_steps, max_steps or cfg.num_train_steps)
     batches = lambda skip: inputs.global_batches(cfg, inputs.train_files(cfg), cfg.train_batch_size, cfg.seed, skip)
-    if tf.train.latest_checkpoint(cfg.model_dir):
+    latest = tf.train.latest_checkpoint(cfg.model_dir)
+    if latest and checkpointing.holds_object_graph(latest):  # a run of this trainer (else restore says what it is)
       check_resumable(cfg)
     iterator, ckpt, path = runner.resume(cfg.model_dir, batches, cfg.keep_checkpoint_max)
     if path:

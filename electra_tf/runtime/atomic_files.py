@@ -51,54 +51,52 @@ def check_writable(path: str, what: str = "output", directory: bool = False, cre
                           "another path or fix its permissions") from None
 
 
-def new_file_mode() -> int:
-  """The permission bits the process's umask gives a new file (0o644 under the usual umask 022)."""
-  mask = os.umask(0)
-  os.umask(mask)
-  return 0o666 & ~mask
-
-
 @contextlib.contextmanager
-def atomic_output(path: str, binary: bool = False):
+def atomic_output(path: str, binary: bool = False, through_links: bool = False):
   """``with atomic_output(path) as f:`` what is written to ``f`` (text: UTF-8, newlines as written) lands at
   ``path`` whole when the block ends, and nowhere if it raises: it goes to a temporary file beside the
   destination, renamed over it at the end.
 
-  The result has the mode the umask gives a new file, or the mode of the file it replaces. A symbolic link is
-  written through (its target is replaced, the link stays); a destination that is not a regular file
-  (``/dev/null``, a named pipe) is written directly. On a remote filesystem (``gs://``) the text is staged
-  locally, copied beside ``path`` and renamed: not atomic, but ``path`` never holds a half-written file."""
+  The result has the mode the umask gives a new file, or the mode of the file it replaces. A destination that
+  exists and is not a regular file (a named pipe), or is under ``/dev`` or ``/proc`` (``/dev/null``,
+  ``/dev/stdout``), is written directly. With
+  ``through_links`` a symbolic link is written through (its target replaced, the link kept); without, the link
+  itself is replaced. On a remote filesystem (``gs://``) the text is staged locally, copied beside ``path``
+  and renamed: not atomic, but ``path`` never holds a half-written file."""
   mode = "wb" if binary else "w"
   text = {} if binary else {"encoding": "utf-8", "newline": ""}
   if fileio.is_remote(path):
     fd, staged = tempfile.mkstemp(prefix=".electra-staging-")
+    remote_tmp = fileio.join(os.path.dirname(str(path)), f".tmp_{uuid.uuid4().hex}")
     try:
       with os.fdopen(fd, mode, **text) as f:
         yield f
       fileio.makedirs(os.path.dirname(str(path)))
-      remote_tmp = fileio.join(os.path.dirname(str(path)), f".tmp_{uuid.uuid4().hex}")
       fileio.copy(staged, remote_tmp)
-      try:
-        fileio.rename(remote_tmp, str(path))
-      except BaseException:
+      fileio.rename(remote_tmp, str(path))
+    except BaseException:
+      if fileio.exists(remote_tmp):
         fileio.remove(remote_tmp)
-        raise
+      raise
     finally:
       os.remove(staged)
     return
-  target = os.path.realpath(os.fspath(path))
-  if os.path.exists(target) and not os.path.isfile(target):
-    with open(target, mode, **text) as f:
+  path = os.fspath(path)
+  if os.path.abspath(path).startswith(("/dev/", "/proc/")) or (os.path.exists(path) and not os.path.isfile(path)):
+    with open(path, mode, **text) as f:
       yield f
     return
+  target = os.path.realpath(path) if through_links else os.path.abspath(path)
   directory = os.path.dirname(target)
   os.makedirs(directory, exist_ok=True)
-  keep = os.stat(target).st_mode & 0o7777 if os.path.isfile(target) else new_file_mode()
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
+  replaced = os.stat(target).st_mode & 0o7777 if os.path.isfile(target) and not os.path.islink(target) else None
+  tmp = os.path.join(directory, f".tmp_{uuid.uuid4().hex}")
+  fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the umask applies, as to any new file
   try:
     with os.fdopen(fd, mode, **text) as f:
       yield f
-    os.chmod(tmp, keep)  # mkstemp makes it private
+    if replaced is not None:
+      os.chmod(tmp, replaced)
     os.replace(tmp, target)
   except BaseException:
     if os.path.exists(tmp):

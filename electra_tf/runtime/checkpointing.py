@@ -70,11 +70,7 @@ class Checkpointer:
     state = tf.train.get_checkpoint_state(self.directory)
     candidates = [latest] + [p for p in reversed(list(state.all_model_checkpoint_paths) if state else [])
                              if p != latest and tf.io.gfile.exists(p + ".index")]
-    try:
-      saved = tf.compat.v1.train.NewCheckpointReader(latest).get_variable_to_shape_map()
-    except tf.errors.OpError:  # an unreadable index: the loop below says so, or passes it over
-      saved = {OBJECT_GRAPH_KEY: None}
-    if OBJECT_GRAPH_KEY not in saved:
+    if not holds_object_graph(latest):
       raise CheckpointError(f"{latest} is a checkpoint of variable names (the reference's TF1 layout), not one of "
                             "a run of this trainer; to start from its weights pass it as --init-checkpoint, with "
                             "another model directory")
@@ -131,6 +127,16 @@ class Checkpointer:
     """Deletes a non-chief worker's throw-away directory."""
     if self.write_dir != self.directory:
       fileio.rmtree(self.write_dir, ignore_errors=True)
+
+
+def holds_object_graph(prefix: str) -> bool:
+  """Whether the checkpoint at ``prefix`` is object-based (a run of this trainer's), not one of variable names
+  (the reference's TF1 layout). An index that does not read counts as object-based: restoring says what is
+  wrong with it."""
+  try:
+    return OBJECT_GRAPH_KEY in tf.compat.v1.train.NewCheckpointReader(prefix).get_variable_to_shape_map()
+  except tf.errors.OpError:
+    return True
 
 
 @contextlib.contextmanager

@@ -89,10 +89,15 @@ class Controller:
         if self.finish_requested:
           return "finished"
         if stop.signal is not None:
-          self.stop_signal = stop.signal
-          if not self.saved_at(step):
-            self.save(step)
-          log_fn(f"stopped by signal {stop.signal}{where} at step {step}; checkpoint saved, rerun the same command "
-                 "to resume")
-          return "interrupted"
+          break
+      if stop.signal is not None:  # also when it came during the last loop: the job stops here
+        return self._interrupted(stop.signal, step, log_fn, where)
     return "finished"
+
+  def _interrupted(self, signal_number: int, step: int, log_fn, where: str) -> str:
+    self.stop_signal = signal_number
+    if not self.saved_at(step):
+      self.save(step)
+    log_fn(f"stopped by signal {signal_number}{where} at step {step}; checkpoint saved, rerun the same command to "
+           "resume")
+    return "interrupted"
