@@ -44,6 +44,11 @@ class ModelConfig(HParams):
     return self
 
 
+def derived_heads(hidden_size: int) -> int:
+  """The head count the reference gives a transformer of width ``hidden_size``: max(1, H // 64)."""
+  return max(1, hidden_size // 64)
+
+
 def model_config_for_size(model_size: str, vocab_size: int = 30522, embedding_size=None,
                           overrides: typing.Optional[dict] = None) -> ModelConfig:
   """The reference's ``get_bert_config``: size -> H/L, then heads = max(1, H//64) and FFN = 4H."""
@@ -53,7 +58,7 @@ def model_config_for_size(model_size: str, vocab_size: int = 30522, embedding_si
   overrides = dict(overrides or {})
   cfg = ModelConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers)
   cfg.update(overrides)  # a user-given width drives the derived heads / FFN below
-  cfg.num_attention_heads = max(1, cfg.hidden_size // 64)
+  cfg.num_attention_heads = derived_heads(cfg.hidden_size)
   cfg.intermediate_size = 4 * cfg.hidden_size
   cfg.embedding_size = embedding_size or cfg.hidden_size
   cfg.update(overrides)
@@ -66,7 +71,7 @@ def generator_model_config(disc: ModelConfig, hidden_fraction: float, layer_frac
   gen.hidden_size = int(round(disc.hidden_size * hidden_fraction))
   gen.num_hidden_layers = int(round(disc.num_hidden_layers * layer_fraction))
   gen.intermediate_size = 4 * gen.hidden_size
-  gen.num_attention_heads = max(1, gen.hidden_size // 64)
+  gen.num_attention_heads = derived_heads(gen.hidden_size)
   if gen.hidden_size < 1:
     raise HParamError(f"generator_hidden_size {hidden_fraction} gives a generator of width 0")
   return gen.validate()

@@ -14,7 +14,7 @@ import re
 import typing
 
 from electra_tf import presets
-from electra_tf.configs import ModelConfig, PretrainingConfig, model_config_for_size
+from electra_tf.configs import ModelConfig, PretrainingConfig, derived_heads, model_config_for_size
 from electra_tf.errors import ConversionError, HParamError
 from electra_tf.modeling import build_pretraining_networks
 
@@ -27,11 +27,6 @@ STATED_FIELDS = ("num_attention_heads", "hidden_act", "hidden_dropout_prob", "at
 # The fields the shapes give.
 SHAPE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "intermediate_size",
                 "max_position_embeddings", "type_vocab_size")
-
-
-def derived_heads(hidden_size: int) -> int:
-  """The head count the reference gives a transformer of width ``hidden_size``."""
-  return max(1, hidden_size // 64)
 
 
 def is_reference_weight(name: str) -> bool:

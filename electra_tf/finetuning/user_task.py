@@ -466,9 +466,10 @@ class UserRegression(UserClassification, RegressionTask):
 
   def split_examples(self, split: str) -> list:
     examples = super().split_examples(split)
-    if split in ("dev", "validation") and len({e.label for e in examples}) < 2:
+    distinct = len({e.label for e in examples})
+    if split in ("dev", "validation") and distinct < 2:
       where = self.split_path("dev") if split == "dev" else f"the validation split of {self.split_path('train')}"
-      raise DataError(where, None, f"{len(examples)} row(s), {len({e.label for e in examples})} distinct label(s): "
+      raise DataError(where, None, f"{len(examples)} row(s), {distinct} distinct label(s): "
                       "scoring a regression (Pearson and Spearman correlation) needs two different labels; add "
                       "rows" + (" or raise validation_size" if split == "validation" else ""))
     return examples

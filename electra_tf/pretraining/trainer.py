@@ -8,7 +8,6 @@ precision, loss scaling, the optimizer, dropout seeds, checkpoints, summaries, p
 stop are the runner's, shared with fine-tuning.
 """
 
-import json
 import os
 import typing
 
@@ -16,7 +15,8 @@ import tensorflow as tf
 
 from electra_tf import fileio, runtime
 from electra_tf.configs import PretrainingConfig, pretraining_summary
-from electra_tf.errors import HParamError, PretrainingError
+from electra_tf.convert.readers import read_pretraining_config
+from electra_tf.errors import ConversionError, HParamError, PretrainingError
 from electra_tf.pretraining import inputs
 from electra_tf.pretraining import evaluation, init_checkpoint, masking, objective
 from electra_tf.pretraining.collapse import CollapseGuard
@@ -35,15 +35,12 @@ def check_resumable(cfg: PretrainingConfig):
   if not fileio.isfile(path):
     return
   try:
-    saved = json.loads(fileio.read_text(path))
-    started = PretrainingConfig()
-    started.update({k: v for k, v in saved.items() if k in started.field_map()})
+    started = read_pretraining_config(cfg.model_dir)
     towers = (("", started.discriminator_config(), cfg.discriminator_config()),
               ("generator ", started.generator_config(), cfg.generator_config()))
-  except (OSError, ValueError, HParamError):
+  except (ConversionError, HParamError):
     return  # unreadable: the checkpoint's own restore decides
-  changed = [(k, getattr(started, k), getattr(cfg, k)) for k in RESUME_FIELDS
-             if k in saved and getattr(started, k) != getattr(cfg, k)]
+  changed = [(k, getattr(started, k), getattr(cfg, k)) for k in RESUME_FIELDS if getattr(started, k) != getattr(cfg, k)]
   for which, before, now in towers:
     changed += [(which + k, v, now.to_dict()[k]) for k, v in before.to_dict().items() if now.to_dict()[k] != v]
   if changed:

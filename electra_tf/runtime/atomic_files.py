@@ -59,9 +59,8 @@ def atomic_output(path: str, binary: bool = False, through_links: bool = False):
 
   The result has the mode the umask gives a new file, or the mode of the file it replaces. A destination that
   exists and is not a regular file (a named pipe), or is under ``/dev`` or ``/proc`` (``/dev/null``,
-  ``/dev/stdout``), is written directly. With
-  ``through_links`` a symbolic link is written through (its target replaced, the link kept); without, the link
-  itself is replaced. On a remote filesystem (``gs://``) the text is staged locally, copied beside ``path``
+  ``/dev/stdout``), is written directly. With ``through_links`` a symbolic link is written through (its target
+  replaced, the link kept); without, the link itself is replaced. On a remote filesystem (``gs://``) the text is staged locally, copied beside ``path``
   and renamed: not atomic, but ``path`` never holds a half-written file."""
   mode = "wb" if binary else "w"
   text = {} if binary else {"encoding": "utf-8", "newline": ""}

@@ -91,13 +91,10 @@ class Controller:
         if stop.signal is not None:
           break
       if stop.signal is not None:  # also when it came during the last loop: the job stops here
-        return self._interrupted(stop.signal, step, log_fn, where)
+        self.stop_signal = stop.signal
+        if not self.saved_at(step):
+          self.save(step)
+        log_fn(f"stopped by signal {stop.signal}{where} at step {step}; checkpoint saved, rerun the same command "
+               "to resume")
+        return "interrupted"
     return "finished"
-
-  def _interrupted(self, signal_number: int, step: int, log_fn, where: str) -> str:
-    self.stop_signal = signal_number
-    if not self.saved_at(step):
-      self.save(step)
-    log_fn(f"stopped by signal {signal_number}{where} at step {step}; checkpoint saved, rerun the same command to "
-           "resume")
-    return "interrupted"
